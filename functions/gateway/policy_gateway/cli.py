@@ -1,0 +1,215 @@
+"""`policy-gateway`: serve the gateway, and steer a deployed one through SSM.
+
+    policy-gateway serve [--host H] [--port P] [--simulate-upstream] [--embedded-ssm]
+    policy-gateway flag on|off|status
+    policy-gateway policy show|set FILE
+
+The operator commands honour the standard AWS SDK environment (region,
+profile, AWS_ENDPOINT_URL_SSM). The first-run stand-ins (an embedded SSM and
+an upstream simulator) start only when asked for, and never replace an
+endpoint that is configured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from . import settings
+
+_LOCAL_REGION = "us-east-1"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _start_simulator() -> str:
+    import uvicorn
+
+    from .simulator import create_simulator
+
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_simulator(), host="127.0.0.1", port=port, log_level="warning")
+    )
+    threading.Thread(target=server.run, daemon=True, name="upstream-simulator").start()
+    while not server.started:
+        time.sleep(0.02)
+    return f"http://127.0.0.1:{port}"
+
+
+def _start_embedded_ssm(port: int) -> str:
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError:
+        raise SystemExit(
+            "--embedded-ssm needs the dev dependencies: pip install -e '.[dev]'"
+        ) from None
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "local")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
+    os.environ.setdefault("AWS_REGION", _LOCAL_REGION)
+    os.environ.setdefault("AWS_DEFAULT_REGION", os.environ["AWS_REGION"])
+    os.environ["AWS_ENDPOINT_URL_SSM"] = endpoint
+    config = settings.Settings.from_env()
+    ssm = _ssm()
+    ssm.put_parameter(Name=config.flag_parameter, Value="false", Type="String", Overwrite=True)
+    if config.policy_config_parameter:
+        ssm.put_parameter(
+            Name=config.policy_config_parameter,
+            Value=config.policy_config or '{"policies": []}',
+            Type="String",
+            Overwrite=True,
+        )
+    return endpoint
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .app import create_app
+
+    if args.simulate_upstream:
+        if os.environ.get(settings.ENV_UPSTREAM_BASE_URL):
+            _say(f"{settings.ENV_UPSTREAM_BASE_URL} is set; not starting the upstream simulator")
+        else:
+            os.environ[settings.ENV_UPSTREAM_BASE_URL] = _start_simulator()
+            _say(f"upstream simulator: {os.environ[settings.ENV_UPSTREAM_BASE_URL]}")
+    if args.embedded_ssm:
+        if os.environ.get("AWS_ENDPOINT_URL_SSM"):
+            _say("AWS_ENDPOINT_URL_SSM is set; not starting the embedded SSM")
+        else:
+            endpoint = _start_embedded_ssm(args.embedded_ssm_port)
+            _say(
+                f"embedded SSM: {endpoint} (toggle the fallback flag with: "
+                f"AWS_ENDPOINT_URL_SSM={endpoint} AWS_REGION={os.environ['AWS_REGION']} "
+                "AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local policy-gateway flag on)"
+            )
+    config = settings.Settings.from_env()
+    _say(f"policy gateway on http://{args.host}:{args.port} -> {config.upstream_base_url}")
+    uvicorn.Server(
+        uvicorn.Config(
+            create_app(config),
+            host=args.host,
+            port=args.port,
+            log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"),
+            access_log=False,
+            lifespan="on",
+        )
+    ).run()
+    return 0
+
+
+def _ssm() -> Any:
+    import boto3
+
+    return boto3.client("ssm")
+
+
+def _parameter_status(name: str, ttl: float) -> dict[str, Any]:
+    parameter = _ssm().get_parameter(Name=name)["Parameter"]
+    modified: datetime = parameter["LastModifiedDate"]
+    age = (datetime.now(UTC) - modified).total_seconds()
+    return {
+        "parameter": name,
+        "value": parameter["Value"],
+        "version": parameter["Version"],
+        "last_modified": modified.isoformat(),
+        "seen_by_running_gateways_within_seconds": round(max(0.0, ttl - age), 1),
+    }
+
+
+def flag(args: argparse.Namespace) -> int:
+    config = settings.Settings.from_env()
+    if args.action in ("on", "off"):
+        _ssm().put_parameter(
+            Name=config.flag_parameter,
+            Value="true" if args.action == "on" else "false",
+            Type="String",
+            Overwrite=True,
+        )
+    status = _parameter_status(config.flag_parameter, config.flag_ttl)
+    from .flag import parse_flag
+
+    status["fallback_enabled"] = parse_flag(status["value"]) is True
+    print(json.dumps(status, indent=2))
+    return 0
+
+
+def policy(args: argparse.Namespace) -> int:
+    from gateway_policies import PolicyConfigError, load_chain
+
+    config = settings.Settings.from_env()
+    name = config.policy_config_parameter or settings.DEFAULT_POLICY_CONFIG_PARAMETER
+    if args.action == "set":
+        if not args.file:
+            raise SystemExit("policy set needs a FILE")
+        with open(args.file, encoding="utf-8") as handle:
+            text = handle.read()
+        try:
+            chain = load_chain(text)
+        except PolicyConfigError as exc:
+            _say(f"refusing to write an invalid policy chain: {exc}")
+            return 2
+        _ssm().put_parameter(Name=name, Value=text, Type="String", Overwrite=True)
+        _say(f"wrote {len(chain.policies)} policies to {name}: {', '.join(chain.names) or '-'}")
+    status = _parameter_status(name, config.policy_config_ttl)
+    print(json.dumps(status, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="policy-gateway", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("serve", help="serve the gateway over HTTP")
+    run.add_argument("--host", default="127.0.0.1")
+    run.add_argument("--port", type=int, default=8080)
+    run.add_argument(
+        "--simulate-upstream",
+        action="store_true",
+        help="answer with a built-in Messages API simulator (unless UPSTREAM_BASE_URL is set)",
+    )
+    run.add_argument(
+        "--embedded-ssm",
+        action="store_true",
+        help="keep the flag in an embedded SSM stand-in (unless AWS_ENDPOINT_URL_SSM is set)",
+    )
+    run.add_argument("--embedded-ssm-port", type=int, default=8787)
+    run.set_defaults(handler=serve)
+    toggle = commands.add_parser("flag", help="read or set the passthrough-fallback flag")
+    toggle.add_argument("action", choices=["on", "off", "status"])
+    toggle.set_defaults(handler=flag)
+    chain = commands.add_parser("policy", help="read or set the policy chain parameter")
+    chain.add_argument("action", choices=["show", "set"])
+    chain.add_argument("file", nargs="?")
+    chain.set_defaults(handler=policy)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if args.command == "serve":
+            raise
+        _say(f"policy-gateway {args.command}: {type(exc).__name__}: {exc}")
+        return 1

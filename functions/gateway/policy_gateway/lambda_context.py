@@ -1,0 +1,48 @@
+"""What the Lambda Web Adapter tells us about the invocation, read from headers.
+
+`x-amzn-lambda-context` carries request_id, deadline (epoch milliseconds),
+invoked_function_arn and xray_trace_id; `x-amzn-request-context` carries the
+Function URL's requestContext. Locally neither exists and every field is None.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class InvocationContext:
+    request_id: str | None = None
+    deadline_epoch: float | None = None
+    function_arn: str | None = None
+    url_request_id: str | None = None
+
+    def seconds_left(self) -> float | None:
+        if self.deadline_epoch is None:
+            return None
+        return self.deadline_epoch - time.time()
+
+
+def _json_header(value: str | None) -> dict[str, Any]:
+    if not value:
+        return {}
+    try:
+        loaded = json.loads(value)
+    except ValueError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def from_headers(lambda_context: str | None, request_context: str | None) -> InvocationContext:
+    lam = _json_header(lambda_context)
+    req = _json_header(request_context)
+    deadline = lam.get("deadline")
+    return InvocationContext(
+        request_id=str(lam["request_id"]) if lam.get("request_id") else None,
+        deadline_epoch=deadline / 1000 if isinstance(deadline, int | float) else None,
+        function_arn=str(lam["invoked_function_arn"]) if lam.get("invoked_function_arn") else None,
+        url_request_id=str(req["requestId"]) if req.get("requestId") else None,
+    )

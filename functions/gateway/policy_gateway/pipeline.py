@@ -1,0 +1,394 @@
+"""One call through the gateway: request in → policy chain → upstream attempt(s) →
+response policies → client.
+
+This is an explicit ASGI endpoint so the moment the client sees a status line
+is ours to choose. A stream commits (sends 200 and the SSE headers) only when
+the first upstream event has arrived; before that, any failure is answered
+with its real HTTP status and JSON body, exactly as direct access would.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from gateway_policies import (
+    PolicyChain,
+    PolicyContext,
+    PolicyFailure,
+    PolicyViolation,
+    StreamEvent,
+)
+from starlette.types import Message, Receive, Scope, Send
+
+from . import fallback, lambda_context, metrics, settings, sse, tracing
+from .errors import GatewayError, error_body, error_bytes
+from .flag import FallbackFlag
+from .headers import upstream_headers
+from .logs import logger
+from .policy_source import PolicySource
+from .relay import Relay, UpstreamResponse, UpstreamStatusError, UpstreamUnavailable
+
+_JSON = [(b"content-type", b"application/json")]
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+]
+
+
+@dataclass
+class Gateway:
+    """Everything a call needs that outlives it."""
+
+    config: settings.Settings
+    relay: Relay
+    flag: FallbackFlag
+    policies: PolicySource
+
+
+@dataclass
+class _Call:
+    """The state of one call, for its log line and metrics."""
+
+    call_id: str
+    endpoint: str
+    started: float = field(default_factory=time.perf_counter)
+    status: int = 0
+    stream: bool = False
+    attempts: int = 0
+    fallback: str = "none"
+
+
+class MessagesEndpoint:
+    """ASGI endpoint for POST /v1/messages and /v1/messages/count_tokens."""
+
+    def __init__(self, gateway: Gateway, endpoint: str) -> None:
+        self._gateway = gateway
+        self._endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = scope["headers"]
+        header = dict(headers).get
+        invocation = lambda_context.from_headers(
+            _text(header(b"x-amzn-lambda-context")), _text(header(b"x-amzn-request-context"))
+        )
+        call = _Call(call_id=invocation.request_id or uuid.uuid4().hex, endpoint=self._endpoint)
+        traced = tracing.begin_call(_text(header(b"x-amzn-trace-id")))
+        with logger.append_context_keys(
+            call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
+        ):
+            try:
+                await self._handle(scope, receive, send, call, invocation, traced)
+            except GatewayError as exc:
+                await _respond(send, call, exc.status, exc.to_bytes())
+            finally:
+                self._finish(call)
+
+    def _finish(self, call: _Call) -> None:
+        elapsed_ms = (time.perf_counter() - call.started) * 1000
+        metrics.count(settings.METRIC_REQUESTS)
+        metrics.milliseconds(settings.METRIC_LATENCY, elapsed_ms)
+        metrics.flush()
+        logger.info(
+            "call finished",
+            extra={
+                "endpoint": call.endpoint,
+                "status": call.status,
+                "stream": call.stream,
+                "attempts": call.attempts,
+                "fallback": call.fallback,
+                "latency_ms": round(elapsed_ms, 2),
+            },
+        )
+
+    async def _handle(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        call: _Call,
+        invocation: lambda_context.InvocationContext,
+        traced: bool,
+    ) -> None:
+        gateway = self._gateway
+        original = await _read_body(scope, receive)
+        request = _parse(original)
+        call.stream = self._endpoint == "messages" and request.get("stream") is True
+        chain = await gateway.policies.chain()
+        ctx = PolicyContext(endpoint=self._endpoint, stream=call.stream, call_id=call.call_id)
+        try:
+            await chain.apply_request(request, ctx)
+        except (PolicyViolation, PolicyFailure) as exc:
+            raise _policy_error(exc) from None
+        sent = (
+            json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
+            if chain.modifies_requests
+            else original
+        )
+        attempted = fallback.Attempted(original=original, sent=sent, modified=request)
+        forward = upstream_headers(scope["headers"])
+        deadline = invocation.deadline_epoch
+        if deadline is not None:
+            deadline -= gateway.config.deadline_margin
+        path = scope["path"]
+
+        async def attempt(body: bytes, label: str) -> UpstreamResponse:
+            call.attempts += 1
+            return await gateway.relay.attempt(
+                path,
+                body,
+                forward,
+                stream=call.stream,
+                traced=traced,
+                label=label,
+                deadline=deadline,
+            )
+
+        try:
+            try:
+                upstream = await attempt(sent, "policy")
+            except UpstreamStatusError as error:
+                try:
+                    fall_back = chain.modifies_requests and fallback.should_fall_back(
+                        error, attempted, chain, await gateway.flag.enabled()
+                    )
+                    if fall_back:
+                        await fallback.record(error, attempted, chain, ctx)
+                finally:
+                    error.span.end()
+                if not fall_back:
+                    raise
+                call.fallback = "failed"
+                upstream = await attempt(original, "passthrough-fallback")
+                call.fallback = "succeeded"
+        except UpstreamStatusError as error:
+            if call.fallback == "failed":
+                metrics.count(settings.METRIC_FALLBACK_FAILED)
+            error.span.end()
+            await _respond(send, call, error.status, error.client_body, error.headers)
+            return
+        except UpstreamUnavailable as exc:
+            if call.fallback == "failed":
+                metrics.count(settings.METRIC_FALLBACK_FAILED)
+            raise GatewayError(504 if exc.timeout else 502, str(exc)) from None
+        if call.fallback == "succeeded":
+            metrics.count(settings.METRIC_FALLBACK_SUCCEEDED)
+        if call.stream:
+            await _relay_stream(upstream, chain, ctx, call, receive, send, deadline)
+        else:
+            await _relay_json(upstream, chain, ctx, call, send)
+
+
+async def _relay_json(
+    upstream: UpstreamResponse,
+    chain: PolicyChain,
+    ctx: PolicyContext,
+    call: _Call,
+    send: Send,
+) -> None:
+    try:
+        body = await upstream.read()
+    finally:
+        upstream.span.end()
+    if chain.has_response_hooks and ctx.endpoint == "messages":
+        try:
+            response = json.loads(body)
+        except ValueError:
+            response = None
+        if isinstance(response, dict):
+            try:
+                await chain.apply_response(response, ctx)
+            except (PolicyViolation, PolicyFailure) as exc:
+                raise _policy_error(exc) from None
+            body = json.dumps(response, ensure_ascii=False, separators=(",", ":")).encode()
+    await _respond(send, call, upstream.status, body, upstream.headers)
+
+
+async def _relay_stream(
+    upstream: UpstreamResponse,
+    chain: PolicyChain,
+    ctx: PolicyContext,
+    call: _Call,
+    receive: Receive,
+    send: Send,
+    deadline: float | None,
+) -> None:
+    """Relay SSE frame by frame; commit on the first upstream event."""
+    committed = False
+    decoder = sse.SSEDecoder()
+    filtering = chain.filters_stream
+
+    async def emit(events: list[StreamEvent]) -> None:
+        nonlocal committed
+        if filtering:
+            events = [out for event in events for out in await chain.apply_stream_event(event, ctx)]
+        if not committed:
+            committed = True
+            call.status = upstream.status
+            metrics.milliseconds(
+                settings.METRIC_TIME_TO_FIRST_EVENT, (time.perf_counter() - call.started) * 1000
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": upstream.status,
+                    "headers": _merge(upstream.headers, _SSE_HEADERS),
+                }
+            )
+        if events:
+            await send(
+                {"type": "http.response.body", "body": sse.encode_many(events), "more_body": True}
+            )
+
+    async def pump() -> None:
+        async for chunk in upstream.chunks():
+            events = decoder.feed(chunk)
+            if events:
+                await emit(events)
+        await emit(decoder.flush())
+        if filtering:
+            tail = await chain.apply_stream_end(ctx)
+            if tail:
+                await send(
+                    {"type": "http.response.body", "body": sse.encode_many(tail), "more_body": True}
+                )
+
+    failure: tuple[int, str, str | None] | None = None
+    disconnected = False
+    try:
+        async with anyio.create_task_group() as group:
+
+            async def watch_disconnect() -> None:
+                nonlocal disconnected
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                disconnected = True
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch_disconnect)
+            seconds = None if deadline is None else deadline - time.time()
+            with anyio.move_on_after(seconds) as budget:
+                try:
+                    await pump()
+                except (PolicyViolation, PolicyFailure) as exc:
+                    error = _policy_error(exc)
+                    failure = (error.status, error.message, error.error_type)
+                except OSError:
+                    disconnected = True
+                except Exception as exc:
+                    logger.warning(
+                        "upstream stream failed", extra={"error_type": type(exc).__name__}
+                    )
+                    failure = (502, "The upstream stream ended unexpectedly.", "api_error")
+            if budget.cancelled_caught:
+                failure = (
+                    504,
+                    "The gateway ended the stream before its Lambda deadline.",
+                    "timeout_error",
+                )
+            group.cancel_scope.cancel()
+    finally:
+        await upstream.close()
+        upstream.span.end()
+    if disconnected:
+        call.status = 499
+        logger.info("client disconnected; stopped reading upstream")
+        return
+    if failure is not None:
+        status, message, kind = failure
+        if not committed:
+            await _respond(send, call, status, error_bytes(status, message, kind))
+            return
+        frame = StreamEvent.from_json("error", error_body(status, message, kind))
+        await send({"type": "http.response.body", "body": sse.encode(frame), "more_body": True})
+    elif not committed:
+        await _respond(
+            send, call, 502, error_bytes(502, "The upstream stream ended before any event.")
+        )
+        return
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _policy_error(exc: PolicyViolation | PolicyFailure) -> GatewayError:
+    if isinstance(exc, PolicyViolation):
+        metrics.count(settings.METRIC_POLICY_BLOCKS)
+        return GatewayError(exc.status, exc.message, exc.error_type)
+    metrics.count(settings.METRIC_POLICY_ERRORS)
+    logger.error(
+        "policy failed; refusing the call",
+        extra={
+            "policy": exc.policy,
+            "hook": exc.hook,
+            "error_type": type(exc.__cause__).__name__,
+        },
+    )
+    return GatewayError(500, f"Policy {exc.policy!r} failed; the call was refused.", "api_error")
+
+
+async def _read_body(scope: Scope, receive: Receive) -> bytes:
+    declared = dict(scope["headers"]).get(b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > settings.MAX_REQUEST_BYTES:
+        raise GatewayError(413, _too_large(), "request_too_large")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            raise GatewayError(400, "The client disconnected before sending the whole body.")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > settings.MAX_REQUEST_BYTES:
+            raise GatewayError(413, _too_large(), "request_too_large")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _too_large() -> str:
+    return f"Request body exceeds the gateway's limit of {settings.MAX_REQUEST_BYTES} bytes."
+
+
+def _parse(body: bytes) -> dict[str, Any]:
+    try:
+        parsed = json.loads(body)
+    except ValueError as exc:
+        raise GatewayError(400, f"Request body is not valid JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise GatewayError(400, "Request body must be a JSON object.")
+    return parsed
+
+
+def _merge(
+    upstream: list[tuple[bytes, bytes]], ours: list[tuple[bytes, bytes]]
+) -> list[tuple[bytes, bytes]]:
+    replaced = {key for key, _ in ours}
+    return [item for item in upstream if item[0] not in replaced] + ours
+
+
+async def _respond(
+    send: Send,
+    call: _Call,
+    status: int,
+    body: bytes,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    call.status = status
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                *_merge(headers or [], _JSON),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")

@@ -1,0 +1,74 @@
+"""Where the active policy chain comes from, and what happens when it is broken.
+
+The chain JSON is read from the SSM parameter named by POLICY_CONFIG_PARAMETER
+(live: re-read every TTL) or from inline POLICY_CONFIG; the parameter wins.
+A bad config never takes the gateway down: the last good chain keeps serving,
+the error is logged and counted. With no good chain ever loaded, requests fail
+closed: running without the operator's policies would silently weaken them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gateway_policies import PolicyChain, PolicyConfigError, load_chain
+
+from . import metrics, settings
+from .errors import GatewayError
+from .logs import logger
+from .parameters import TTLCache, read_ssm_parameter
+
+_NO_CHAIN = GatewayError(
+    500,
+    "The gateway has no valid policy configuration, so it refuses requests until an "
+    "operator fixes it.",
+    "api_error",
+)
+
+
+class PolicySource:
+    def __init__(
+        self,
+        inline: str | None,
+        parameter: str | None,
+        ttl: float,
+        reader: Callable[[str], str] = read_ssm_parameter,
+    ) -> None:
+        self._inline = inline
+        self._parameter = parameter
+        self._reader = reader
+        self._static: PolicyChain | None = None
+        self._cache: TTLCache[PolicyChain | None] | None = None
+        if parameter:
+            self._cache = TTLCache(self._load_parameter, ttl, self._keep_last_good)
+        elif inline:
+            try:
+                self._static = load_chain(inline)
+            except PolicyConfigError as exc:
+                logger.error("inline policy config is invalid", extra={"error": str(exc)})
+        else:
+            self._static = PolicyChain()
+
+    def _load_parameter(self) -> PolicyChain | None:
+        assert self._parameter is not None
+        return load_chain(self._reader(self._parameter))
+
+    def _keep_last_good(self, exc: Exception, last: PolicyChain | None) -> PolicyChain | None:
+        metrics.count(settings.METRIC_POLICY_CONFIG_ERRORS)
+        logger.error(
+            "policy config unusable; keeping the last good chain"
+            if last is not None
+            else "policy config unusable and no good chain was ever loaded; failing closed",
+            extra={
+                "parameter": self._parameter,
+                "error_type": type(exc).__name__,
+                "error": str(exc) if isinstance(exc, PolicyConfigError) else "",
+            },
+        )
+        return last
+
+    async def chain(self) -> PolicyChain:
+        chain = await self._cache.get() if self._cache is not None else self._static
+        if chain is None:
+            raise _NO_CHAIN
+        return chain

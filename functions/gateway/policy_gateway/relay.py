@@ -1,0 +1,265 @@
+"""Upstream attempts: send one request body to the Messages API, with the SDK's retry policy.
+
+Bytes go through untouched (httpx2, the client the anthropic SDK is built on).
+Errors are classified by status, as the SDK does, never by message text.
+Retries follow the SDK: 408, 409, 429 and 5xx, and connection errors, up to
+UPSTREAM_MAX_RETRIES times; `x-should-retry` and `retry-after(-ms)` are
+honoured; a stream that has started is never retried. Every attempt is one
+trace span.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+import httpx2
+
+from . import metrics, settings, tracing
+from .errors import error_bytes
+from .headers import downstream_headers
+
+INITIAL_RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 8.0
+MAX_RETRY_AFTER = 60.0
+
+
+class UpstreamStatusError(Exception):
+    """The upstream answered with an error status. Its body and headers reach the client as-is.
+
+    `span` is the failed attempt's span, still open so the fallback can
+    annotate it; whoever handles the error ends it.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        headers: list[tuple[bytes, bytes]],
+        span: tracing.Span,
+    ) -> None:
+        super().__init__(f"upstream status {status}")
+        self.status = status
+        self.body = body
+        self.headers = headers
+        self.span = span
+
+    @property
+    def client_body(self) -> bytes:
+        """The body for the client: the upstream's own when it is Anthropic-shaped.
+
+        A load balancer's HTML page or a proxy's odd JSON becomes an
+        Anthropic-shaped error with the same status, so SDKs parse it.
+        """
+        try:
+            payload = json.loads(self.body)
+        except ValueError:
+            payload = None
+        if (
+            isinstance(payload, dict)
+            and payload.get("type") == "error"
+            and isinstance(payload.get("error"), dict)
+        ):
+            return self.body
+        return error_bytes(
+            self.status, f"The upstream API answered HTTP {self.status} without an API error body."
+        )
+
+    @property
+    def message(self) -> str:
+        """The upstream's `error.message`, for the fallback's log line."""
+        try:
+            payload = json.loads(self.body)
+            return str(payload["error"]["message"])[:500]
+        except (ValueError, KeyError, TypeError):
+            return f"non-JSON error body ({len(self.body)} bytes)"
+
+
+class UpstreamUnavailable(Exception):
+    """No answer from the upstream after every retry: refused, reset or timed out."""
+
+    def __init__(self, message: str, *, timeout: bool) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+
+
+@dataclass
+class UpstreamResponse:
+    """A successful attempt: the status line and headers, and the body still to read."""
+
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    _response: httpx2.Response = field(repr=False)
+    span: tracing.Span = field(repr=False)
+
+    async def read(self) -> bytes:
+        try:
+            return await self._response.aread()
+        finally:
+            await self.close()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        async for chunk in self._response.aiter_bytes():
+            yield chunk
+
+    async def close(self) -> None:
+        await self._response.aclose()
+
+
+def _should_retry(response: httpx2.Response) -> bool:
+    explicit = response.headers.get("x-should-retry")
+    if explicit == "true":
+        return True
+    if explicit == "false":
+        return False
+    status = response.status_code
+    return status in (408, 409, 429) or status >= 500
+
+
+def _retry_delay(retry: int, headers: httpx2.Headers | None) -> float:
+    if headers is not None:
+        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+            value = headers.get(name)
+            if value is None:
+                continue
+            try:
+                seconds = float(value) * scale
+            except ValueError:
+                parsed = email.utils.parsedate_tz(value) if scale == 1.0 else None
+                if parsed is None:
+                    continue
+                seconds = email.utils.mktime_tz(parsed) - time.time()
+            if seconds > 0:
+                return min(seconds, MAX_RETRY_AFTER)
+    backoff = min(INITIAL_RETRY_DELAY * 2.0**retry, MAX_RETRY_DELAY)
+    return backoff * (1 - 0.25 * random.random())
+
+
+class Relay:
+    """A pooled HTTP client for the upstream, shared by every call in the process."""
+
+    def __init__(
+        self, config: settings.Settings, transport: httpx2.AsyncBaseTransport | None = None
+    ):
+        self._base_url = config.upstream_base_url.rstrip("/")
+        self._max_retries = max(0, config.upstream_max_retries)
+        self._client = httpx2.AsyncClient(
+            timeout=httpx2.Timeout(
+                config.upstream_read_timeout, connect=config.upstream_connect_timeout
+            ),
+            limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def attempt(
+        self,
+        path: str,
+        body: bytes,
+        headers: Sequence[tuple[str, str]],
+        *,
+        stream: bool,
+        traced: bool,
+        label: str,
+        deadline: float | None = None,
+    ) -> UpstreamResponse:
+        """Send until success, a non-retryable error, or retries run out.
+
+        Returns with the body unread when the upstream said 2xx; raises
+        UpstreamStatusError or UpstreamUnavailable otherwise. `deadline` (a
+        time.time() value) stops retries that could not finish in time.
+        """
+        request = self._client.build_request(
+            "POST", self._base_url + path, content=body, headers=list(headers)
+        )
+        retry = 0
+        while True:
+            span = tracing.start_span(f"upstream {label} attempt {retry + 1}", traced)
+            retry_headers: httpx2.Headers | None = None
+            try:
+                response = await self._client.send(request, stream=True)
+            except httpx2.TransportError as exc:
+                span.end(exc)
+                metrics.count(settings.METRIC_UPSTREAM_CONNECTION_ERRORS)
+                if not self._may_retry(retry, deadline, None):
+                    raise UpstreamUnavailable(
+                        _describe(exc), timeout=isinstance(exc, httpx2.TimeoutException)
+                    ) from None
+            else:
+                if response.status_code < 400:
+                    if stream:
+                        return UpstreamResponse(
+                            response.status_code,
+                            downstream_headers(response.headers.multi_items()),
+                            response,
+                            span,
+                        )
+                    try:
+                        await response.aread()
+                    except httpx2.TransportError as exc:
+                        span.end(exc)
+                        metrics.count(settings.METRIC_UPSTREAM_CONNECTION_ERRORS)
+                        if not self._may_retry(retry, deadline, None):
+                            raise UpstreamUnavailable(
+                                _describe(exc), timeout=isinstance(exc, httpx2.TimeoutException)
+                            ) from None
+                    else:
+                        return UpstreamResponse(
+                            response.status_code,
+                            downstream_headers(response.headers.multi_items()),
+                            response,
+                            span,
+                        )
+                else:
+                    error = await self._status_error(response, span)
+                    retry_headers = response.headers
+                    if not (_should_retry(response) and self._may_retry(retry, deadline, response)):
+                        raise error
+                    span.end()
+            await anyio.sleep(_retry_delay(retry, retry_headers))
+            retry += 1
+
+    def _may_retry(
+        self, retry: int, deadline: float | None, response: httpx2.Response | None
+    ) -> bool:
+        if retry >= self._max_retries:
+            return False
+        if deadline is None:
+            return True
+        delay = _retry_delay(retry, None if response is None else response.headers)
+        return time.time() + delay < deadline
+
+    @staticmethod
+    async def _status_error(response: httpx2.Response, span: tracing.Span) -> UpstreamStatusError:
+        try:
+            body = await response.aread()
+        except httpx2.TransportError:
+            body = b""
+        finally:
+            await response.aclose()
+        status = response.status_code
+        metrics.count(
+            settings.METRIC_UPSTREAM_5XX if status >= 500 else settings.METRIC_UPSTREAM_4XX
+        )
+        span.annotate("upstream_status", status)
+        return UpstreamStatusError(
+            status, body, downstream_headers(response.headers.multi_items()), span
+        )
+
+
+def _describe(exc: httpx2.TransportError) -> str:
+    if isinstance(exc, httpx2.ConnectTimeout):
+        return "timed out connecting to the upstream API"
+    if isinstance(exc, httpx2.TimeoutException):
+        return "timed out waiting for the upstream API"
+    if isinstance(exc, httpx2.ConnectError):
+        return "could not connect to the upstream API"
+    return "the connection to the upstream API failed"

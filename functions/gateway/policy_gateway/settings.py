@@ -1,0 +1,102 @@
+"""Every name another artifact depends on, and the gateway's configuration.
+
+template.yaml, the dashboard, the alarm and the operators' runbooks use these
+names; tests assert that the template agrees with them. A local run and a
+deployed function therefore emit the same metric identity without the template
+having to set anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+SERVICE_NAME = "policy-gateway"
+METRICS_NAMESPACE = "PolicyGateway"
+
+# Metric names. All are emitted with the single dimension set [service], so an
+# alarm that names only `service` matches them exactly.
+METRIC_REQUESTS = "Requests"
+METRIC_LATENCY = "Latency"
+METRIC_TIME_TO_FIRST_EVENT = "TimeToFirstEvent"
+METRIC_UPSTREAM_4XX = "UpstreamErrors4xx"
+METRIC_UPSTREAM_5XX = "UpstreamErrors5xx"
+METRIC_UPSTREAM_CONNECTION_ERRORS = "UpstreamConnectionErrors"
+METRIC_FALLBACK = "PassthroughFallback"
+METRIC_FALLBACK_SUCCEEDED = "PassthroughFallbackSucceeded"
+METRIC_FALLBACK_FAILED = "PassthroughFallbackFailed"
+METRIC_POLICY_BLOCKS = "PolicyBlocks"
+METRIC_POLICY_ERRORS = "PolicyErrors"
+METRIC_POLICY_CONFIG_ERRORS = "PolicyConfigErrors"
+METRIC_AUTH_FAILURES = "AuthFailures"
+
+# X-Ray annotation keys on the failed attempt's subsegment.
+ANNOTATION_FALLBACK = "passthrough_fallback"
+ANNOTATION_FALLBACK_STATUS = "fallback_status"
+
+# Environment variable names (documented in the README).
+ENV_UPSTREAM_BASE_URL = "UPSTREAM_BASE_URL"
+ENV_UPSTREAM_MAX_RETRIES = "UPSTREAM_MAX_RETRIES"
+ENV_UPSTREAM_CONNECT_TIMEOUT = "UPSTREAM_CONNECT_TIMEOUT_SECONDS"
+ENV_UPSTREAM_READ_TIMEOUT = "UPSTREAM_READ_TIMEOUT_SECONDS"
+ENV_FLAG_PARAMETER = "FALLBACK_FLAG_PARAMETER"
+ENV_FLAG_TTL = "FALLBACK_FLAG_TTL_SECONDS"
+ENV_POLICY_CONFIG = "POLICY_CONFIG"
+ENV_POLICY_CONFIG_PARAMETER = "POLICY_CONFIG_PARAMETER"
+ENV_POLICY_CONFIG_TTL = "POLICY_CONFIG_TTL_SECONDS"
+ENV_DEADLINE_MARGIN = "DEADLINE_MARGIN_SECONDS"
+ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
+ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+
+DEFAULT_UPSTREAM_BASE_URL = "https://api.anthropic.com"
+DEFAULT_UPSTREAM_MAX_RETRIES = 2
+DEFAULT_UPSTREAM_CONNECT_TIMEOUT = 5.0
+DEFAULT_UPSTREAM_READ_TIMEOUT = 600.0
+DEFAULT_FLAG_PARAMETER = "/policy-gateway/passthrough-fallback-enabled"
+DEFAULT_FLAG_TTL = 30.0
+DEFAULT_POLICY_CONFIG_PARAMETER = "/policy-gateway/policy-config"
+DEFAULT_POLICY_CONFIG_TTL = 30.0
+DEFAULT_DEADLINE_MARGIN = 3.0
+
+# The Function URL rejects larger payloads; checking first means an oversized
+# body is refused before it is parsed or sent anywhere.
+MAX_REQUEST_BYTES = 6 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Configuration read once, when the app is created."""
+
+    upstream_base_url: str = DEFAULT_UPSTREAM_BASE_URL
+    upstream_max_retries: int = DEFAULT_UPSTREAM_MAX_RETRIES
+    upstream_connect_timeout: float = DEFAULT_UPSTREAM_CONNECT_TIMEOUT
+    upstream_read_timeout: float = DEFAULT_UPSTREAM_READ_TIMEOUT
+    flag_parameter: str = DEFAULT_FLAG_PARAMETER
+    flag_ttl: float = DEFAULT_FLAG_TTL
+    policy_config: str | None = None
+    policy_config_parameter: str | None = None
+    policy_config_ttl: float = DEFAULT_POLICY_CONFIG_TTL
+    deadline_margin: float = DEFAULT_DEADLINE_MARGIN
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        return cls(
+            upstream_base_url=env.get(ENV_UPSTREAM_BASE_URL) or DEFAULT_UPSTREAM_BASE_URL,
+            upstream_max_retries=int(
+                env.get(ENV_UPSTREAM_MAX_RETRIES, DEFAULT_UPSTREAM_MAX_RETRIES)
+            ),
+            upstream_connect_timeout=float(
+                env.get(ENV_UPSTREAM_CONNECT_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT)
+            ),
+            upstream_read_timeout=float(
+                env.get(ENV_UPSTREAM_READ_TIMEOUT, DEFAULT_UPSTREAM_READ_TIMEOUT)
+            ),
+            flag_parameter=env.get(ENV_FLAG_PARAMETER) or DEFAULT_FLAG_PARAMETER,
+            flag_ttl=float(env.get(ENV_FLAG_TTL, DEFAULT_FLAG_TTL)),
+            policy_config=env.get(ENV_POLICY_CONFIG) or None,
+            policy_config_parameter=env.get(ENV_POLICY_CONFIG_PARAMETER) or None,
+            policy_config_ttl=float(env.get(ENV_POLICY_CONFIG_TTL, DEFAULT_POLICY_CONFIG_TTL)),
+            deadline_margin=float(env.get(ENV_DEADLINE_MARGIN, DEFAULT_DEADLINE_MARGIN)),
+        )

@@ -1,0 +1,1 @@
+"""Built-in policies, each in its own module and imported only when configured."""

@@ -1,0 +1,65 @@
+"""Build a PolicyChain from the chain JSON.
+
+Format: `{"policies": [{"policy": "<builtin name or module:Class>", "options": {...}}]}`.
+Built-in policies are imported only when a chain names them, so a policy that
+is not configured costs nothing at cold start.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .base import Policy, PolicyConfigError
+from .chain import PolicyChain
+
+BUILTIN_POLICIES: dict[str, str] = {
+    "noop": "gateway_policies.builtin.noop:Noop",
+    "string_replace": "gateway_policies.builtin.string_replace:StringReplace",
+    "inject_system_prompt": "gateway_policies.builtin.inject_system_prompt:InjectSystemPrompt",
+}
+
+
+def _resolve(reference: str) -> type[Policy]:
+    target = BUILTIN_POLICIES.get(reference, reference)
+    module_name, sep, class_name = target.partition(":")
+    if not sep or not module_name or not class_name:
+        raise PolicyConfigError(
+            f"unknown policy {reference!r}: use a built-in name "
+            f"({', '.join(sorted(BUILTIN_POLICIES))}) or 'module:Class'"
+        )
+    try:
+        found = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise PolicyConfigError(f"cannot import policy {reference!r}: {exc}") from exc
+    if not (isinstance(found, type) and issubclass(found, Policy)):
+        raise PolicyConfigError(f"{reference!r} is not a Policy subclass")
+    return found
+
+
+def load_chain(config: str | bytes | Mapping[str, Any]) -> PolicyChain:
+    """Parse and validate a chain; raise PolicyConfigError with a clear message."""
+    if isinstance(config, str | bytes):
+        try:
+            config = json.loads(config)
+        except ValueError as exc:
+            raise PolicyConfigError(f"policy config is not valid JSON: {exc}") from exc
+    if not isinstance(config, Mapping) or not isinstance(config.get("policies"), list):
+        raise PolicyConfigError('policy config must be an object {"policies": [...]}')
+    policies: list[Policy] = []
+    for index, entry in enumerate(config["policies"]):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("policy"), str):
+            raise PolicyConfigError(f"policies[{index}] needs a string 'policy'")
+        unknown = set(entry) - {"policy", "options"}
+        if unknown:
+            raise PolicyConfigError(f"policies[{index}] has unknown keys {sorted(unknown)}")
+        options = entry.get("options") or {}
+        if not isinstance(options, Mapping):
+            raise PolicyConfigError(f"policies[{index}].options must be an object")
+        try:
+            policies.append(_resolve(entry["policy"])(options))
+        except PolicyConfigError as exc:
+            raise PolicyConfigError(f"policies[{index}]: {exc}") from exc
+    return PolicyChain(policies)
