@@ -1,0 +1,198 @@
+"""A scriptable fake of the Anthropic Messages API, served for real over HTTP.
+
+Each request is recorded (path, headers, raw body). Replies come from a script
+queue, one per request; with the queue empty, the fake answers like the API:
+an echo of the last user text, as JSON or as an SSE stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
+
+MODEL = "claude-sonnet-4-6"
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+SSE = list[tuple[str, dict[str, Any]]]
+
+
+@dataclass
+class Reply:
+    """One scripted answer. `events` makes it an SSE stream."""
+
+    status: int = 200
+    body: Any = None
+    raw: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    events: SSE | None = None
+    break_after: int | None = None
+    delay: float = 0.0
+    event_delay: float = 0.0
+
+    @classmethod
+    def error(cls, status: int, error_type: str, message: str = "scripted error") -> Reply:
+        return cls(
+            status=status,
+            body={
+                "type": "error",
+                "error": {"type": error_type, "message": message},
+                "request_id": "req_fake_error",
+            },
+            headers={"request-id": "req_fake_error"},
+        )
+
+
+def message(
+    text: str, model: str = MODEL, content: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content if content is not None else [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def text_events(parts: list[str], model: str = MODEL) -> SSE:
+    start = message("", model, content=[])
+    start["stop_reason"] = None
+    events: SSE = [
+        ("message_start", {"type": "message_start", "message": start}),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        ("ping", {"type": "ping"}),
+    ]
+    events += [
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": part},
+            },
+        )
+        for part in parts
+    ]
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": len(parts)},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return events
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    content = body.get("messages", [{}])[-1].get("content", "")
+    if isinstance(content, list):
+        return " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return str(content)
+
+
+class FakeUpstream:
+    """ASGI app; thread-safe recording and scripting."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._script: deque[Reply] = deque()
+        self._lock = threading.Lock()
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+
+    def _next(self, recorded: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(recorded)
+            if self._script:
+                return self._script.popleft()
+        body = recorded.json if recorded.body else {}
+        text = f"echo: {last_user_text(body)}"
+        if recorded.path.endswith("/count_tokens"):
+            return Reply(body={"input_tokens": len(recorded.body) // 4})
+        if body.get("stream") is True:
+            return Reply(events=text_events(text.split(" ")), headers={"request-id": "req_fake"})
+        return Reply(body=message(text), headers={"request-id": "req_fake"})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        chunks = []
+        while True:
+            msg = await receive()
+            chunks.append(msg.get("body", b""))
+            if not msg.get("more_body"):
+                break
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        reply = self._next(Recorded(scope["path"], headers, b"".join(chunks)))
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        out_headers = [(k.encode(), v.encode()) for k, v in reply.headers.items()]
+        if reply.events is None:
+            body = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
+            content_type = b"text/html" if reply.raw is not None else b"application/json"
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": reply.status,
+                    "headers": [(b"content-type", content_type), *out_headers],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": reply.status,
+                "headers": [(b"content-type", b"text/event-stream"), *out_headers],
+            }
+        )
+        for index, (name, data) in enumerate(reply.events):
+            if reply.break_after is not None and index >= reply.break_after:
+                raise ConnectionAbortedError("scripted mid-stream failure")
+            frame = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
+            if reply.event_delay:
+                await asyncio.sleep(reply.event_delay)
+        await send({"type": "http.response.body", "body": b""})

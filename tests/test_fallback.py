@@ -1,0 +1,290 @@
+"""The passthrough fallback contract, end to end: SDK → gateway → fake upstream, SSM in moto."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+from .conftest import GatewayFactory, sdk
+from .support.fake_upstream import MODEL, FakeUpstream, Reply, message, text_events
+
+REPLACE = json.dumps(
+    {
+        "policies": [
+            {
+                "policy": "string_replace",
+                "options": {"replacements": [["secret-project", "[codename]"]]},
+            }
+        ]
+    }
+)
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+USER = "tell me about secret-project"
+
+
+def ask(client: anthropic.Anthropic, stream: bool = False, text: str = USER) -> str:
+    params: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
+        "system": "be brief",
+        "metadata": {"user_id": "u-1"},
+    }
+    if stream:
+        with client.messages.stream(**params) as events:
+            return events.get_final_text()
+    reply = client.messages.create(**params)
+    return "".join(block.text for block in reply.content if block.type == "text")
+
+
+def sent_text(recorded: Any) -> str:
+    return str(recorded.json["messages"][0]["content"][0]["text"])
+
+
+def test_flag_off_propagates_the_policy_caused_error(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(policy_config=REPLACE)
+    upstream.script(Reply.error(400, "invalid_request_error", "bad codename"))
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        ask(sdk(url))
+    assert caught.value.status_code == 400
+    assert caught.value.body["error"]["message"] == "bad codename"  # type: ignore[index]
+    assert len(upstream.requests) == 1
+    assert sent_text(upstream.requests[0]) == "tell me about [codename]"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("status", [400, 404, 413, 422])
+def test_flag_on_falls_back_to_the_original(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    status: int,
+    stream: bool,
+) -> None:
+    set_flag("true")
+    url = make_gateway(policy_config=REPLACE)
+    upstream.script(Reply.error(status, ERROR_TYPES[status]))
+    text = ask(sdk(url), stream=stream)
+    assert text.startswith("echo:")
+    assert len(upstream.requests) == 2
+    first, second = upstream.requests
+    assert sent_text(first) == "tell me about [codename]"
+    assert sent_text(second) == USER
+    assert second.json == {
+        "model": MODEL,
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": USER}]}],
+        "system": "be brief",
+        "metadata": {"user_id": "u-1"},
+        **({"stream": True} if stream else {}),
+    }
+
+
+def test_unmodified_request_never_falls_back(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    url = make_gateway(policy_config=REPLACE)
+    upstream.script(Reply.error(400, "invalid_request_error"))
+    with pytest.raises(anthropic.BadRequestError):
+        ask(sdk(url), text="nothing to replace here")
+    assert len(upstream.requests) == 1
+
+
+@pytest.mark.parametrize("status", [401, 403, 429, 500, 529])
+def test_credential_throttle_and_server_errors_never_fall_back(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    status: int,
+) -> None:
+    set_flag("true")
+    url = make_gateway(policy_config=REPLACE)
+    upstream.script(Reply.error(status, ERROR_TYPES[status]))
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        ask(sdk(url))
+    assert caught.value.status_code == status
+    assert caught.value.body["error"]["type"] == ERROR_TYPES[status]  # type: ignore[index]
+    assert [sent_text(r) for r in upstream.requests] == ["tell me about [codename]"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_the_retry_failing_propagates_its_own_error(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    stream: bool,
+) -> None:
+    set_flag("true")
+    url = make_gateway(policy_config=REPLACE)
+    upstream.script(
+        Reply.error(400, "invalid_request_error", "modified is bad"),
+        Reply.error(404, "not_found_error", "original is bad too"),
+        Reply.error(400, "invalid_request_error", "a third call must never happen"),
+    )
+    with pytest.raises(anthropic.NotFoundError) as caught:
+        ask(sdk(url), stream=stream)
+    assert caught.value.body["error"]["message"] == "original is bad too"  # type: ignore[index]
+    assert len(upstream.requests) == 2
+
+
+def test_mid_stream_failure_never_falls_back(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    url = make_gateway(policy_config=REPLACE)
+    upstream.script(Reply(events=text_events(["one ", "two ", "three"]), break_after=5))
+    body = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "stream": True,
+        "messages": [{"role": "user", "content": USER}],
+    }
+    with httpx2.stream("POST", f"{url}/v1/messages", json=body) as response:
+        assert response.status_code == 200
+        frames = response.read().decode().strip().split("\n\n")
+    names = [frame.split("\n")[0].removeprefix("event: ") for frame in frames]
+    assert names == [
+        "message_start",
+        "content_block_start",
+        "ping",
+        "content_block_delta",
+        "content_block_delta",
+        "error",
+    ]
+    error = json.loads(frames[-1].split("\n")[1].removeprefix("data: "))
+    assert error["type"] == "error"
+    assert error["error"]["type"] == "api_error"
+    assert len(upstream.requests) == 1
+
+    upstream.script(Reply(events=text_events(["one ", "two ", "three"]), break_after=5))
+    seen: list[str] = []
+    stream = sdk(url).messages.stream(
+        model=MODEL, max_tokens=64, messages=[{"role": "user", "content": USER}]
+    )
+    with pytest.raises(anthropic.APIStatusError), stream as events:  # noqa: PT012
+        for event in events:
+            seen.append(event.type)
+    assert "content_block_delta" in seen
+    assert len(upstream.requests) == 2
+
+
+def test_in_place_nested_mutation_leaves_the_original_pristine(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    url = make_gateway(
+        policy_config=json.dumps({"policies": [{"policy": "tests.policies:MutateNested"}]})
+    )
+    upstream.script(Reply.error(400, "invalid_request_error"))
+    ask(sdk(url))
+    first, second = upstream.requests
+    assert sent_text(first) == USER + " [mutated]"
+    assert first.json["metadata"] == {"user_id": "mutated"}
+    assert second.json["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": USER}]}
+    ]
+    assert second.json["metadata"] == {"user_id": "u-1"}
+
+
+def test_response_policy_applies_to_the_fallback_response(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    config = {
+        "policies": [
+            {
+                "policy": "string_replace",
+                "options": {"replacements": [["secret-project", "[codename]"]], "apply_to": "both"},
+            }
+        ]
+    }
+    url = make_gateway(policy_config=json.dumps(config))
+    upstream.script(
+        Reply.error(422, "invalid_request_error"),
+        Reply(body=message("the secret-project is fine")),
+        Reply.error(422, "invalid_request_error"),
+        Reply(events=text_events(["the ", "secret-project", " is fine"])),
+    )
+    assert ask(sdk(url)) == "the [codename] is fine"
+    assert ask(sdk(url), stream=True) == "the [codename] is fine"
+    assert len(upstream.requests) == 4
+
+
+def test_non_bypassable_policy_blocks_the_fallback(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    url = make_gateway(
+        policy_config=json.dumps({"policies": [{"policy": "tests.policies:GuardedRewrite"}]})
+    )
+    upstream.script(Reply.error(404, "not_found_error", "model: claude-guarded"))
+    with pytest.raises(anthropic.NotFoundError):
+        ask(sdk(url))
+    assert [r.json["model"] for r in upstream.requests] == ["claude-guarded"]
+
+
+def test_flag_flip_is_seen_within_the_ttl_without_restart(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("false")
+    url = make_gateway(policy_config=REPLACE, flag_ttl=1.0)
+    client = sdk(url)
+    upstream.script(Reply.error(400, "invalid_request_error"))
+    with pytest.raises(anthropic.BadRequestError):
+        ask(client)
+    set_flag("TRUE")
+    upstream.script(Reply.error(400, "invalid_request_error"))
+    with pytest.raises(anthropic.BadRequestError):
+        ask(client)  # still cached as off
+    time.sleep(1.1)
+    upstream.script(Reply.error(400, "invalid_request_error"))
+    assert ask(client).startswith("echo:")
+    assert len(upstream.requests) == 4
+
+
+@pytest.mark.parametrize("value", [None, "yes", "1", "on"])
+def test_missing_or_invalid_flag_means_off(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    value: str | None,
+) -> None:
+    if value is not None:
+        set_flag(value)
+    url = make_gateway(policy_config=REPLACE)
+    assert ask(sdk(url)).startswith("echo:")
+    upstream.script(Reply.error(400, "invalid_request_error"))
+    with pytest.raises(anthropic.BadRequestError):
+        ask(sdk(url))
+    assert len(upstream.requests) == 2
+
+
+def test_streaming_connect_time_error_keeps_its_http_status(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(policy_config=REPLACE)
+    upstream.script(Reply.error(400, "invalid_request_error", "stream refused"))
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        ask(sdk(url), stream=True)
+    assert caught.value.status_code == 400
+    assert caught.value.response.headers["content-type"].startswith("application/json")
+    assert caught.value.response.headers["request-id"] == "req_fake_error"
