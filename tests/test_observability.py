@@ -1,0 +1,176 @@
+"""What an operator sees: EMF metrics on stdout, X-Ray subsegments, the fallback's WARNING.
+
+These run the gateway as a child process, as Lambda would, and read what it
+printed and what it sent to a UDP socket standing in for the X-Ray daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from policy_gateway import settings
+
+from .conftest import sdk
+from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.servers import ROOT, gateway_process
+from .test_fallback import REPLACE, ask
+
+TRACE_ROOT = "1-67a1b2c3-0123456789abcdef01234567"
+
+
+def printed_json(path: Path) -> list[dict[str, Any]]:
+    lines = []
+    for line in path.read_text().splitlines():
+        try:
+            loaded = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(loaded, dict):
+            lines.append(loaded)
+    return lines
+
+
+def base_env(upstream_url: str) -> dict[str, str]:
+    return {
+        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+        settings.ENV_UPSTREAM_MAX_RETRIES: "0",
+        settings.ENV_POLICY_CONFIG: REPLACE,
+        settings.ENV_FLAG_TTL: "0",
+        "PYTHONPATH": str(ROOT),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+@pytest.fixture
+def xray_daemon() -> Iterator[socket.socket]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.2)
+    yield sock
+    sock.close()
+
+
+def received_documents(sock: socket.socket, seconds: float = 3.0) -> list[dict[str, Any]]:
+    """X-Ray daemon datagrams are a JSON header line, then the segment document."""
+    documents = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            datagram = sock.recv(65536).decode()
+        except TimeoutError:
+            if documents:
+                break
+            continue
+        _, _, body = datagram.partition("\n")
+        documents.append(json.loads(body))
+    return documents
+
+
+def test_fallback_emits_emf_metric_with_service_dimension_and_a_warning(
+    tmp_path: Path, upstream: FakeUpstream, upstream_url: str, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    stdout = tmp_path / "gateway.out"
+    with gateway_process(base_env(upstream_url), stdout_path=stdout) as (url, _):
+        upstream.script(Reply.error(400, "invalid_request_error", "codename rejected"))
+        assert ask(sdk(url)).startswith("echo:")
+        time.sleep(0.3)
+    printed = printed_json(stdout)
+    emf = [line for line in printed if settings.METRIC_FALLBACK in line]
+    assert len(emf) == 1
+    directive = emf[0]["_aws"]["CloudWatchMetrics"][0]
+    assert directive["Namespace"] == settings.METRICS_NAMESPACE
+    assert directive["Dimensions"] == [["service"]]
+    assert emf[0]["service"] == settings.SERVICE_NAME
+    assert emf[0][settings.METRIC_FALLBACK] == [1.0]
+    assert {"Name": settings.METRIC_FALLBACK, "Unit": "Count"} in directive["Metrics"]
+    assert emf[0][settings.METRIC_FALLBACK_SUCCEEDED] == [1.0]
+    warnings = [line for line in printed if line.get("level") == "WARNING"]
+    assert len(warnings) == 1
+    warning = warnings[0]
+    assert warning["fallback_status"] == 400
+    assert warning["upstream_error"] == "codename rejected"
+    assert warning["changed_paths"] == ["$.messages[0].content[0].text"]
+    assert warning["changed_by_policy"] == {"string_replace": ["$.messages[0].content[0].text"]}
+    assert warning["call_id"]
+    assert "secret-project" not in stdout.read_text()
+
+
+def test_xray_subsegments_carry_the_fallback_annotations(
+    tmp_path: Path,
+    upstream: FakeUpstream,
+    upstream_url: str,
+    set_flag: Callable[[str], None],
+    xray_daemon: socket.socket,
+) -> None:
+    set_flag("true")
+    port = xray_daemon.getsockname()[1]
+    env = {
+        **base_env(upstream_url),
+        "LAMBDA_TASK_ROOT": str(tmp_path),
+        "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{port}",
+        "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
+    }
+    with gateway_process(env, stdout_path=tmp_path / "gateway.out") as (url, _):
+        upstream.script(Reply.error(404, "not_found_error"))
+        client = sdk(
+            url,
+            default_headers={
+                "x-amzn-trace-id": f"Root={TRACE_ROOT};Parent=53995c3f42cd8ad8;Sampled=1"
+            },
+        )
+        assert ask(client).startswith("echo:")
+        documents = received_documents(xray_daemon)
+    attempts = [d for d in documents if d.get("name", "").startswith("upstream ")]
+    assert [d["name"] for d in attempts] == [
+        "upstream policy attempt 1",
+        "upstream passthrough-fallback attempt 1",
+    ]
+    assert all(d["trace_id"] == TRACE_ROOT for d in attempts)
+    failed, retry = attempts
+    assert failed["annotations"][settings.ANNOTATION_FALLBACK] is True
+    assert failed["annotations"][settings.ANNOTATION_FALLBACK_STATUS] == 404
+    assert settings.ANNOTATION_FALLBACK not in retry.get("annotations", {})
+
+
+def test_ssm_outage_means_flag_off_and_requests_still_succeed(
+    tmp_path: Path, upstream: FakeUpstream, upstream_url: str
+) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        dead_endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    env = {**base_env(upstream_url), "AWS_ENDPOINT_URL_SSM": dead_endpoint}
+    stdout = tmp_path / "gateway.out"
+    with gateway_process(env, stdout_path=stdout) as (url, _):
+        client = sdk(url)
+        assert ask(client).startswith("echo:")
+        upstream.script(Reply.error(400, "invalid_request_error"))
+        with pytest.raises(anthropic.BadRequestError):
+            ask(client)
+        assert len(upstream.requests) == 2
+    warnings = [line for line in printed_json(stdout) if line.get("level") == "WARNING"]
+    assert any("fallback flag unreadable" in w["message"] for w in warnings)
+
+
+def test_every_call_flushes_request_metrics(
+    tmp_path: Path, upstream: FakeUpstream, upstream_url: str
+) -> None:
+    stdout = tmp_path / "gateway.out"
+    with gateway_process(base_env(upstream_url), stdout_path=stdout) as (url, _):
+        client = sdk(url)
+        ask(client)
+        ask(client, stream=True)
+        client.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        time.sleep(0.3)
+    emf = [line for line in printed_json(stdout) if "_aws" in line]
+    assert sum(len(line.get(settings.METRIC_REQUESTS, [])) for line in emf) == 3
+    assert any(settings.METRIC_TIME_TO_FIRST_EVENT in line for line in emf)
+    for line in emf:
+        assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
