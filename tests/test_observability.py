@@ -59,7 +59,7 @@ def xray_daemon() -> Iterator[socket.socket]:
 
 def received_documents(sock: socket.socket, seconds: float = 3.0) -> list[dict[str, Any]]:
     """X-Ray daemon datagrams are a JSON header line, then the segment document."""
-    documents = []
+    documents: list[dict[str, Any]] = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
