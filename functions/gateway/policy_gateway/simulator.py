@@ -22,7 +22,9 @@ from starlette.routing import Route
 
 from .errors import error_body
 
-KNOWN_MODELS = re.compile(r"^claude-(?:(?:opus|sonnet|haiku)-4|3-[57]?-?(?:opus|sonnet|haiku))")
+# Current model families answer; anything else (a typo, a retired model such as
+# claude-instant-1.2) is a 404 `not_found_error`, as the real API answers.
+KNOWN_MODELS = re.compile(r"^claude-(?:(?:opus|sonnet|haiku|fable|mythos)-\d[\w.-]*|3-[\w.-]+)$")
 
 
 def _error(status: int, message: str) -> JSONResponse:
