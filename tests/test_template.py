@@ -435,7 +435,7 @@ def test_function_url_events_carry_the_sample_bodies(name: str) -> None:
 @pytest.mark.parametrize("name", ["nonstreaming.json", "streaming.json", "fallback.json"])
 def test_bodies_are_messages_requests(name: str) -> None:
     body = _read_json(EVENTS / "bodies" / name)
-    assert body["model"] == "claude-sonnet-4-5"
+    assert body["model"] == "claude-sonnet-4-6"
     assert isinstance(body["max_tokens"], int)
     assert body["max_tokens"] > 0
     messages = body["messages"]
@@ -446,7 +446,7 @@ def test_bodies_are_messages_requests(name: str) -> None:
 
 def test_count_tokens_body_has_no_generation_settings() -> None:
     body = _read_json(EVENTS / "bodies" / "count_tokens.json")
-    assert body["model"] == "claude-sonnet-4-5"
+    assert body["model"] == "claude-sonnet-4-6"
     assert body["messages"]
     assert "max_tokens" not in body
     assert "stream" not in body

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 SERVICE_NAME = "policy-gateway"
 METRICS_NAMESPACE = "PolicyGateway"
+# Powertools Metrics names the service dimension "service".
+METRICS_SERVICE_DIMENSION = "service"
 
 # Metric names. All are emitted with the single dimension set [service], so an
 # alarm that names only `service` matches them exactly.

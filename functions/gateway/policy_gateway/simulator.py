@@ -33,6 +33,18 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
+def _has_empty_text_block(body: dict[str, Any]) -> bool:
+    holders = [body.get("system")] + [
+        message.get("content") for message in body["messages"] if isinstance(message, dict)
+    ]
+    return any(
+        isinstance(block, dict) and block.get("type") == "text" and not block.get("text")
+        for holder in holders
+        if isinstance(holder, list)
+        for block in holder
+    )
+
+
 def _validate(body: Any, count_tokens: bool) -> JSONResponse | None:
     if not isinstance(body, dict):
         return _error(400, "Request body must be a JSON object.")
@@ -44,6 +56,8 @@ def _validate(body: Any, count_tokens: bool) -> JSONResponse | None:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return _error(400, "messages: at least one message is required")
+    if _has_empty_text_block(body):
+        return _error(400, "messages: text content blocks must be non-empty")
     if not count_tokens and not (
         isinstance(body.get("max_tokens"), int) and body["max_tokens"] > 0
     ):
