@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -89,6 +89,7 @@ def gateway_process(
     command: list[str] | None = None,
     cwd: Path | None = None,
     stdout_path: Path | None = None,
+    serve_args: Sequence[str] = (),
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`policy-gateway serve` (or `command`) as a real child process; yields its URL.
 
@@ -98,13 +99,8 @@ def gateway_process(
     port = free_port()
     full_env = {**os.environ, **env, "PORT": str(port)}
     args = command or [
-        sys.executable,
-        "-m",
-        "policy_gateway",
-        "serve",
-        "--port",
-        str(port),
-    ]
+        sys.executable, "-m", "policy_gateway", "serve", "--port", str(port), *serve_args,
+    ]  # fmt: skip
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(args, env=full_env, cwd=cwd or ROOT, stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}"

@@ -119,7 +119,8 @@ def serve(args: argparse.Namespace) -> int:
 def _ssm() -> Any:
     import boto3
 
-    return boto3.client("ssm")
+    # botocore reads AWS_DEFAULT_REGION only; Lambda and most shells set AWS_REGION.
+    return boto3.client("ssm", region_name=os.environ.get("AWS_REGION") or None)
 
 
 def _parameter_status(name: str, ttl: float) -> dict[str, Any]:

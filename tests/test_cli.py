@@ -1,0 +1,172 @@
+"""`policy-gateway` as operators use it: flag and policy commands against moto SSM,
+and `serve` with the first-run stand-ins."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from policy_gateway import settings
+
+from .conftest import sdk
+from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.servers import ROOT, free_port, gateway_process
+from .test_fallback import REPLACE, ask
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "policy_gateway", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def status_of(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode == 0, result.stderr
+    loaded = json.loads(result.stdout)
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_flag_on_off_status(ssm: Any) -> None:
+    on = status_of(cli("flag", "on"))
+    assert on["value"] == "true"
+    assert on["fallback_enabled"] is True
+    assert on["parameter"] == settings.DEFAULT_FLAG_PARAMETER
+    assert 0 < on["seen_by_running_gateways_within_seconds"] <= settings.DEFAULT_FLAG_TTL
+    off = status_of(cli("flag", "off"))
+    assert off["value"] == "false"
+    assert off["version"] == on["version"] + 1
+    status = status_of(cli("flag", "status"))
+    assert status["fallback_enabled"] is False
+    assert status["last_modified"] == off["last_modified"]
+    stored = ssm.get_parameter(Name=settings.DEFAULT_FLAG_PARAMETER)["Parameter"]["Value"]
+    assert stored == "false"
+
+
+def test_flag_status_without_the_parameter_fails_cleanly() -> None:
+    result = cli("flag", "status")
+    assert result.returncode == 1
+    assert "ParameterNotFound" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_running_gateway_sees_the_cli_toggle_within_the_ttl(
+    tmp_path: Path, upstream: FakeUpstream, upstream_url: str
+) -> None:
+    cli("flag", "off")
+    env = {
+        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+        settings.ENV_UPSTREAM_MAX_RETRIES: "0",
+        settings.ENV_POLICY_CONFIG: REPLACE,
+        settings.ENV_FLAG_TTL: "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    with gateway_process(env) as (url, _):
+        client = sdk(url)
+        upstream.script(Reply.error(400, "invalid_request_error"))
+        with pytest.raises(anthropic.BadRequestError):
+            ask(client)
+        status_of(cli("flag", "on", env={settings.ENV_FLAG_TTL: "1"}))
+        time.sleep(1.2)
+        upstream.script(Reply.error(400, "invalid_request_error"))
+        assert ask(client).startswith("echo:")
+    assert len(upstream.requests) == 3
+
+
+def test_policy_set_validates_then_writes_and_show_reads(tmp_path: Path, ssm: Any) -> None:
+    good = tmp_path / "chain.json"
+    good.write_text(REPLACE)
+    written = status_of(cli("policy", "set", str(good)))
+    assert written["parameter"] == settings.DEFAULT_POLICY_CONFIG_PARAMETER
+    assert json.loads(written["value"]) == json.loads(REPLACE)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"policies": [{"policy": "no_such_policy"}]}')
+    refused = cli("policy", "set", str(bad))
+    assert refused.returncode == 2
+    assert "no_such_policy" in refused.stderr
+    shown = status_of(cli("policy", "show"))
+    assert json.loads(shown["value"]) == json.loads(REPLACE)
+    assert shown["version"] == 1
+
+
+def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) -> None:
+    """The README's first command: built-in simulator and embedded SSM."""
+    ssm_port = free_port()
+    env = {
+        "PYTHONPATH": str(ROOT),
+        settings.ENV_POLICY_CONFIG: json.dumps(
+            {
+                "policies": [
+                    {
+                        "policy": "string_replace",
+                        "options": {"replacements": [["TICKET-REF-0042", ""]]},
+                    }
+                ]
+            }
+        ),
+        settings.ENV_FLAG_TTL: "0",
+    }
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AWS_") and k != settings.ENV_UPSTREAM_BASE_URL
+    }
+    serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(ssm_port)]
+    log = tmp_path / "serve.log"
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(clean)
+    try:
+        with gateway_process(env, stdout_path=log, serve_args=serve_args) as (url, _):
+            client = sdk(url)
+            reply = client.messages.create(
+                model=MODEL, max_tokens=20, messages=[{"role": "user", "content": "hello"}]
+            )
+            assert "hello" in reply.content[0].text  # type: ignore[union-attr]
+            with pytest.raises(anthropic.BadRequestError):
+                ask(client, text="TICKET-REF-0042")
+            local_ssm = {
+                "AWS_ENDPOINT_URL_SSM": f"http://127.0.0.1:{ssm_port}",
+                "AWS_REGION": "us-east-1",
+                "AWS_ACCESS_KEY_ID": "local",
+                "AWS_SECRET_ACCESS_KEY": "local",
+            }
+            assert status_of(cli("flag", "on", env=local_ssm))["fallback_enabled"] is True
+            assert "TICKET-REF-0042" in ask(client, text="TICKET-REF-0042")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    printed = log.read_text()
+    assert "upstream simulator: http://127.0.0.1:" in printed
+    assert f"embedded SSM: http://127.0.0.1:{ssm_port}" in printed
+    assert '"PassthroughFallback":[1.0]' in printed
+
+
+def test_configured_endpoints_are_never_replaced_by_stand_ins(
+    tmp_path: Path, upstream: FakeUpstream, upstream_url: str, moto_endpoint: str
+) -> None:
+    env = {
+        "PYTHONPATH": str(ROOT),
+        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+    }
+    serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
+    log = tmp_path / "serve.log"
+    with gateway_process(env, stdout_path=log, serve_args=serve_args) as (url, _):
+        assert ask(sdk(url)).startswith("echo:")
+    assert len(upstream.requests) == 1
+    printed = log.read_text()
+    assert "not starting the upstream simulator" in printed
+    assert "not starting the embedded SSM" in printed
+    assert f"-> {upstream_url}" in printed
