@@ -263,6 +263,11 @@ def added(gateway: list[float], direct: list[float], q: float) -> float:
     return ms(percentile([g - d for g, d in zip(gateway, direct, strict=True)], q))
 
 
+def pair_ratio(first: list[float], second: list[float]) -> float:
+    """Median of the per-pair ratios: drift cancels within each back-to-back pair (see added)."""
+    return statistics.median(a / b for a, b in zip(first, second, strict=True))
+
+
 def measure_latency(env: Environment, gateway: int, raw: dict[str, Any]) -> list[Figure]:
     body = request_body(1024)
     direct = Connection(HOST, env.upstream_port)
@@ -337,7 +342,7 @@ def measure_armed_fallback(on: int, off: int, raw: dict[str, Any]) -> Figure:
         lambda: armed.post(PATH, body), lambda: disarmed.post(PATH, body), LARGE_PAIRS, warmup=3
     )
     raw["armed"] = {"bytes": len(body), "flag_on_s": on_s, "flag_off_s": off_s}
-    ratio = statistics.median(on / off for on, off in zip(on_s, off_s, strict=True))
+    ratio = pair_ratio(on_s, off_s)
     return Figure(
         "(3) 4 MB request, flag on / off (p50 of pairs)",
         ratio,
@@ -359,7 +364,7 @@ def measure_full_fallback(env: Environment, on: int, raw: dict[str, Any]) -> Fig
         20,
     )
     raw["fallback"] = {"fallback_s": fell_back, "plain_s": plain}
-    ratio = statistics.median(f / p for f, p in zip(fell_back, plain, strict=True))
+    ratio = pair_ratio(fell_back, plain)
     return Figure(
         "(4) full fallback (400, retry) / plain",
         ratio,
@@ -409,16 +414,20 @@ def measure_cold_start(env: Environment, raw: dict[str, Any]) -> list[Figure]:
     raw["cold_start"] = {"floor_s": floor, "ready_s": ready, "first_answer_s": answered}
     base = statistics.median(floor)
     figures = []
-    for label, samples in (("ready (/healthz)", ready), ("first answered request", answered)):
+    # The issue sets a target for readiness only; the first answer is reported beside it.
+    limit = min(1.5 * base, base + 0.4)
+    for label, samples, target in (
+        ("ready (/healthz)", ready, f"<= {ms(limit):.0f}"),
+        ("first answered request", answered, "report"),
+    ):
         value = statistics.median(samples)
-        limit = min(1.5 * base, base + 0.4)
         figures.append(
             Figure(
                 f"(5) cold start to {label}",
                 ms(value),
                 "ms",
-                f"<= {ms(limit):.0f}",
-                value <= limit,
+                target,
+                value <= limit if target != "report" else None,
                 f"floor {ms(base):.0f} ms; {value / base:.2f}x, +{ms(value - base):.0f} ms",
             )
         )
