@@ -245,10 +245,11 @@ async def _relay_stream(
             )
 
     async def pump() -> None:
-        async for chunk in upstream.chunks():
-            events = decoder.feed(chunk)
-            if events:
-                await emit(events)
+        async with sse.coalesced(upstream.chunks()) as chunks:
+            async for chunk in chunks:
+                events = decoder.feed(chunk)
+                if events:
+                    await emit(events)
         await emit(decoder.flush())
         if filtering:
             tail = await chain.apply_stream_end(ctx)
