@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .auth import authenticator
 from .errors import error_body
 from .flag import FallbackFlag
 from .logs import logger
@@ -53,6 +54,7 @@ def create_app(config: Settings | None = None) -> Starlette:
         policies=PolicySource(
             config.policy_config, config.policy_config_parameter, config.policy_config_ttl
         ),
+        auth=authenticator(config),
     )
 
     @asynccontextmanager
