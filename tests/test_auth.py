@@ -121,8 +121,15 @@ def test_wrong_or_missing_key_is_401_without_an_upstream_call(
     assert response.status_code == 401
     assert response.json()["error"]["type"] == "authentication_error"
     assert upstream.requests == []
-    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "_aws" in line]
-    assert any(settings.METRIC_AUTH_FAILURES in line for line in emitted)
+    # The call's metrics are flushed after its response is sent: wait for them.
+    emitted = ""
+    for _ in range(100):
+        emitted += capsys.readouterr().out
+        if settings.METRIC_AUTH_FAILURES in emitted:
+            break
+        time.sleep(0.01)
+    metrics = [json.loads(line) for line in emitted.splitlines() if '"_aws"' in line]
+    assert any(line.get(settings.METRIC_AUTH_FAILURES) == [1.0] for line in metrics)
 
 
 def test_several_keys_rotate_without_downtime(
