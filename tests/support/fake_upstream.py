@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from starlette.types import Receive, Scope, Send
 
 MODEL = "claude-sonnet-4-6"
@@ -127,6 +129,8 @@ class FakeUpstream:
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        # time.monotonic() of each stream whose reader went away before its end.
+        self.disconnects: list[float] = []
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
 
@@ -138,6 +142,7 @@ class FakeUpstream:
         with self._lock:
             self._script.clear()
             self.requests.clear()
+            self.disconnects.clear()
 
     def _next(self, recorded: Recorded) -> Reply:
         with self._lock:
@@ -188,11 +193,28 @@ class FakeUpstream:
                 "headers": [(b"content-type", b"text/event-stream"), *out_headers],
             }
         )
-        for index, (name, data) in enumerate(reply.events):
-            if reply.break_after is not None and index >= reply.break_after:
-                raise ConnectionAbortedError("scripted mid-stream failure")
-            frame = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-            await send({"type": "http.response.body", "body": frame, "more_body": True})
-            if reply.event_delay:
-                await asyncio.sleep(reply.event_delay)
+        events = reply.events
+        if reply.break_after is not None:
+            events = events[: reply.break_after]
+
+        async def stream() -> None:
+            for name, data in events:
+                frame = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+                if reply.event_delay:
+                    await asyncio.sleep(reply.event_delay)
+
+        async with anyio.create_task_group() as group:
+
+            async def watch_disconnect() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                self.disconnects.append(time.monotonic())
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch_disconnect)
+            await stream()
+            group.cancel_scope.cancel()
+        if reply.break_after is not None:
+            raise ConnectionAbortedError("scripted mid-stream failure")
         await send({"type": "http.response.body", "body": b""})

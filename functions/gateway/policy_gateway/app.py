@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from .auth import authenticator
 from .errors import error_body
 from .settings import Settings
 
@@ -60,6 +61,7 @@ def _build_gateway(config: Settings) -> Gateway:
         policies=PolicySource(
             config.policy_config, config.policy_config_parameter, config.policy_config_ttl
         ),
+        auth=authenticator(config),
     )
 
 

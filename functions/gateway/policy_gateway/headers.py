@@ -1,10 +1,14 @@
 """Which headers cross the gateway, in each direction.
 
 Upstream: everything the client sent (so new `anthropic-*` headers keep
-working) except hop-by-hop headers, Host (httpx sets the upstream's), the body
-framing (recomputed), and the adapter's and Function URL's own `x-amzn-*` and
-`x-forwarded-*` headers. Downstream: the upstream's headers (`request-id`,
-`anthropic-ratelimit-*`, `retry-after`, ...) minus hop-by-hop and framing.
+working) except hop-by-hop headers (the fixed list and any the `Connection`
+header names), Host (httpx sets the upstream's), the body framing
+(recomputed), and the adapter's and Function URL's own `x-amzn-*` and
+`x-forwarded-*` headers. Content-Type is always `application/json`: the
+gateway forwards only bodies it parsed as a JSON object, and the upstream must
+read them as the same JSON the policies saw. Downstream: the upstream's
+headers (`request-id`, `anthropic-ratelimit-*`, `retry-after`, ...) minus
+hop-by-hop and framing.
 """
 
 from __future__ import annotations
@@ -25,24 +29,44 @@ _HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-_NOT_UPSTREAM = _HOP_BY_HOP | {"host", "content-length", "accept-encoding", "expect"}
+_NOT_UPSTREAM = _HOP_BY_HOP | {
+    "host",
+    "content-length",
+    "content-type",
+    "accept-encoding",
+    "expect",
+}
 _NOT_DOWNSTREAM = _HOP_BY_HOP | {"content-length", "content-encoding", "date", "server"}
 _PLATFORM_PREFIXES = ("x-amzn-", "x-forwarded-", "x-amz-")
 
 
+def _connection_named(pairs: list[tuple[str, str]]) -> set[str]:
+    """Headers that `Connection` declares hop-by-hop for this one connection."""
+    return {
+        token.strip().lower()
+        for key, value in pairs
+        if key == "connection"
+        for token in value.split(",")
+    }
+
+
 def upstream_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for key_bytes, value_bytes in raw:
-        key = key_bytes.decode("latin-1").lower()
-        if key in _NOT_UPSTREAM or key.startswith(_PLATFORM_PREFIXES):
-            continue
-        out.append((key, value_bytes.decode("latin-1")))
+    pairs = [(key.decode("latin-1").lower(), value.decode("latin-1")) for key, value in raw]
+    dropped = _NOT_UPSTREAM | _connection_named(pairs)
+    out = [
+        (key, value)
+        for key, value in pairs
+        if key not in dropped and not key.startswith(_PLATFORM_PREFIXES)
+    ]
+    out.append(("content-type", "application/json"))
     return out
 
 
 def downstream_headers(raw: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    pairs = [(key.lower(), value) for key, value in raw]
+    dropped = _NOT_DOWNSTREAM | _connection_named(pairs)
     return [
-        (key.lower().encode("latin-1"), value.encode("latin-1"))
-        for key, value in raw
-        if key.lower() not in _NOT_DOWNSTREAM
+        (key.encode("latin-1"), value.encode("latin-1"))
+        for key, value in pairs
+        if key not in dropped
     ]

@@ -26,9 +26,9 @@ from gateway_policies import (
 from starlette.types import Message, Receive, Scope, Send
 
 from . import fallback, lambda_context, metrics, settings, sse, tracing
+from .auth import Authenticator
 from .errors import GatewayError, error_body, error_bytes
 from .flag import FallbackFlag
-from .headers import upstream_headers
 from .logs import logger
 from .policy_source import PolicySource
 from .relay import Relay, UpstreamResponse, UpstreamStatusError, UpstreamUnavailable
@@ -38,6 +38,10 @@ _SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
 ]
+# Bodies in these encodings are not a JSON document; forwarding one would let
+# the upstream read something other than what the policies saw.
+_FORM_TYPES = (b"multipart/", b"application/x-www-form-urlencoded")
+_DEADLINE = (504, "The gateway ended the call before its Lambda deadline.", "timeout_error")
 
 
 @dataclass
@@ -48,6 +52,7 @@ class Gateway:
     relay: Relay
     flag: FallbackFlag
     policies: PolicySource
+    auth: Authenticator
 
 
 @dataclass
@@ -115,6 +120,8 @@ class MessagesEndpoint:
         traced: bool,
     ) -> None:
         gateway = self._gateway
+        credentials = await gateway.auth.authorize(scope["headers"])
+        _check_content_type(dict(scope["headers"]).get(b"content-type"))
         original = await _read_body(scope, receive)
         request = _parse(original)
         call.stream = self._endpoint == "messages" and request.get("stream") is True
@@ -130,7 +137,7 @@ class MessagesEndpoint:
             else original
         )
         attempted = fallback.Attempted(original=original, sent=sent, modified=request)
-        forward = upstream_headers(scope["headers"])
+        forward = credentials.headers
         deadline = invocation.deadline_epoch
         if deadline is not None:
             deadline -= gateway.config.deadline_margin
@@ -148,9 +155,9 @@ class MessagesEndpoint:
                 deadline=deadline,
             )
 
-        try:
+        async def reach_upstream() -> UpstreamResponse:
             try:
-                upstream = await attempt(sent, "policy")
+                return await attempt(sent, "policy")
             except UpstreamStatusError as error:
                 try:
                     fall_back = chain.modifies_requests and fallback.should_fall_back(
@@ -162,38 +169,56 @@ class MessagesEndpoint:
                     error.span.end()
                 if not fall_back:
                     raise
-                call.fallback = "failed"
-                upstream = await attempt(original, "passthrough-fallback")
-                call.fallback = "succeeded"
+            call.fallback = "failed"
+            upstream = await attempt(original, "passthrough-fallback")
+            call.fallback = "succeeded"
+            return upstream
+
+        body = b""
+        try:
+            # The deadline covers the wait for the upstream's answer too: a
+            # slow first byte must not outlive the Lambda invocation either.
+            with anyio.move_on_after(_seconds_until(deadline)) as budget:
+                upstream = await reach_upstream()
+                if not call.stream:
+                    try:
+                        body = await upstream.read()
+                    finally:
+                        upstream.span.end()
         except UpstreamStatusError as error:
             if call.fallback == "failed":
                 metrics.count(settings.METRIC_FALLBACK_FAILED)
             error.span.end()
-            await _respond(send, call, error.status, error.client_body, error.headers)
+            await _respond(
+                send, call, error.status, credentials.scrub(error.client_body), error.headers
+            )
             return
         except UpstreamUnavailable as exc:
             if call.fallback == "failed":
                 metrics.count(settings.METRIC_FALLBACK_FAILED)
             raise GatewayError(504 if exc.timeout else 502, str(exc)) from None
+        if budget.cancelled_caught:
+            raise GatewayError(*_DEADLINE)
         if call.fallback == "succeeded":
             metrics.count(settings.METRIC_FALLBACK_SUCCEEDED)
         if call.stream:
             await _relay_stream(upstream, chain, ctx, call, receive, send, deadline)
         else:
-            await _relay_json(upstream, chain, ctx, call, send)
+            await _relay_json(upstream, body, chain, ctx, call, send)
+
+
+def _seconds_until(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.time()
 
 
 async def _relay_json(
     upstream: UpstreamResponse,
+    body: bytes,
     chain: PolicyChain,
     ctx: PolicyContext,
     call: _Call,
     send: Send,
 ) -> None:
-    try:
-        body = await upstream.read()
-    finally:
-        upstream.span.end()
     if chain.has_response_hooks and ctx.endpoint == "messages":
         try:
             response = json.loads(body)
@@ -271,8 +296,7 @@ async def _relay_stream(
                 group.cancel_scope.cancel()
 
             group.start_soon(watch_disconnect)
-            seconds = None if deadline is None else deadline - time.time()
-            with anyio.move_on_after(seconds) as budget:
+            with anyio.move_on_after(_seconds_until(deadline)) as budget:
                 try:
                     await pump()
                 except (PolicyViolation, PolicyFailure) as exc:
@@ -280,17 +304,19 @@ async def _relay_stream(
                     failure = (error.status, error.message, error.error_type)
                 except OSError:
                     disconnected = True
+                except UpstreamUnavailable as exc:
+                    failure = (
+                        (504, "The upstream stream stalled.", "timeout_error")
+                        if exc.timeout
+                        else (502, "The upstream stream ended unexpectedly.", "api_error")
+                    )
                 except Exception as exc:
                     logger.warning(
                         "upstream stream failed", extra={"error_type": type(exc).__name__}
                     )
                     failure = (502, "The upstream stream ended unexpectedly.", "api_error")
             if budget.cancelled_caught:
-                failure = (
-                    504,
-                    "The gateway ended the stream before its Lambda deadline.",
-                    "timeout_error",
-                )
+                failure = _DEADLINE
             group.cancel_scope.cancel()
     finally:
         await upstream.close()
@@ -353,11 +379,28 @@ def _too_large() -> str:
     return f"Request body exceeds the gateway's limit of {settings.MAX_REQUEST_BYTES} bytes."
 
 
+def _check_content_type(value: bytes | None) -> None:
+    """Refuse form encodings; any other type (or none) is judged by whether the body is JSON.
+
+    The API's own clients send application/json, and curl users often send
+    nothing or text/plain: the gateway is not stricter than the API about those.
+    """
+    media = (value or b"").split(b";", 1)[0].strip().lower()
+    if media.startswith(_FORM_TYPES):
+        raise GatewayError(
+            400,
+            f"Content-Type {media.decode('latin-1')!r} is not supported; "
+            "send the request body as application/json.",
+        )
+
+
 def _parse(body: bytes) -> dict[str, Any]:
     try:
         parsed = json.loads(body)
     except ValueError as exc:
         raise GatewayError(400, f"Request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise GatewayError(400, "Request body is nested too deeply.") from None
     if not isinstance(parsed, dict):
         raise GatewayError(400, "Request body must be a JSON object.")
     return parsed

@@ -104,8 +104,12 @@ class UpstreamResponse:
             await self.close()
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        async for chunk in self._response.aiter_bytes():
-            yield chunk
+        """The body as it arrives; a reset or a stall mid-stream is UpstreamUnavailable."""
+        try:
+            async for chunk in self._response.aiter_bytes():
+                yield chunk
+        except httpx2.TransportError as exc:
+            raise _unavailable(exc) from None
 
     async def close(self) -> None:
         await self._response.aclose()
@@ -185,47 +189,46 @@ class Relay:
             span = tracing.start_span(f"upstream {label} attempt {retry + 1}", traced)
             retry_headers: httpx2.Headers | None = None
             try:
-                response = await self._client.send(request, stream=True)
+                response, error = await self._exchange(request, stream=stream, span=span)
+            except anyio.get_cancelled_exc_class():
+                # The call's deadline passed: the span must not stay open under
+                # the next call's spans.
+                span.end()
+                raise
             except httpx2.TransportError as exc:
                 span.end(exc)
                 metrics.count(settings.METRIC_UPSTREAM_CONNECTION_ERRORS)
                 if not self._may_retry(retry, deadline, None):
-                    raise UpstreamUnavailable(
-                        _describe(exc), timeout=isinstance(exc, httpx2.TimeoutException)
-                    ) from None
+                    raise _unavailable(exc) from None
             else:
-                if response.status_code < 400:
-                    if stream:
-                        return UpstreamResponse(
-                            response.status_code,
-                            downstream_headers(response.headers.multi_items()),
-                            response,
-                            span,
-                        )
-                    try:
-                        await response.aread()
-                    except httpx2.TransportError as exc:
-                        span.end(exc)
-                        metrics.count(settings.METRIC_UPSTREAM_CONNECTION_ERRORS)
-                        if not self._may_retry(retry, deadline, None):
-                            raise UpstreamUnavailable(
-                                _describe(exc), timeout=isinstance(exc, httpx2.TimeoutException)
-                            ) from None
-                    else:
-                        return UpstreamResponse(
-                            response.status_code,
-                            downstream_headers(response.headers.multi_items()),
-                            response,
-                            span,
-                        )
-                else:
-                    error = await self._status_error(response, span)
-                    retry_headers = response.headers
-                    if not (_should_retry(response) and self._may_retry(retry, deadline, response)):
-                        raise error
-                    span.end()
+                if error is None:
+                    return UpstreamResponse(
+                        response.status_code,
+                        downstream_headers(response.headers.multi_items()),
+                        response,
+                        span,
+                    )
+                retry_headers = response.headers
+                if not (_should_retry(response) and self._may_retry(retry, deadline, response)):
+                    raise error
+                span.end()
             await anyio.sleep(_retry_delay(retry, retry_headers))
             retry += 1
+
+    async def _exchange(
+        self, request: httpx2.Request, *, stream: bool, span: tracing.Span
+    ) -> tuple[httpx2.Response, UpstreamStatusError | None]:
+        """One HTTP exchange: the response, and its status error if it is one.
+
+        A non-streaming body is read here, so a reset mid-body is retried like
+        a refused connection.
+        """
+        response = await self._client.send(request, stream=True)
+        if response.status_code >= 400:
+            return response, await self._status_error(response, span)
+        if not stream:
+            await response.aread()
+        return response, None
 
     def _may_retry(
         self, retry: int, deadline: float | None, response: httpx2.Response | None
@@ -253,6 +256,10 @@ class Relay:
         return UpstreamStatusError(
             status, body, downstream_headers(response.headers.multi_items()), span
         )
+
+
+def _unavailable(exc: httpx2.TransportError) -> UpstreamUnavailable:
+    return UpstreamUnavailable(_describe(exc), timeout=isinstance(exc, httpx2.TimeoutException))
 
 
 def _describe(exc: httpx2.TransportError) -> str:

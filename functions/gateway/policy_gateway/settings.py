@@ -48,6 +48,10 @@ ENV_POLICY_CONFIG = "POLICY_CONFIG"
 ENV_POLICY_CONFIG_PARAMETER = "POLICY_CONFIG_PARAMETER"
 ENV_POLICY_CONFIG_TTL = "POLICY_CONFIG_TTL_SECONDS"
 ENV_DEADLINE_MARGIN = "DEADLINE_MARGIN_SECONDS"
+ENV_AUTH_MODE = "AUTH_MODE"
+ENV_GATEWAY_KEYS_SECRET = "GATEWAY_KEYS_SECRET"
+ENV_UPSTREAM_API_KEY_SECRET = "UPSTREAM_API_KEY_SECRET"
+ENV_SECRETS_TTL = "SECRETS_TTL_SECONDS"
 ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 
@@ -60,6 +64,16 @@ DEFAULT_FLAG_TTL = 30.0
 DEFAULT_POLICY_CONFIG_PARAMETER = "/policy-gateway/policy-config"
 DEFAULT_POLICY_CONFIG_TTL = 30.0
 DEFAULT_DEADLINE_MARGIN = 3.0
+
+# `passthrough`: the client's own Anthropic credentials go upstream.
+# `gateway_key`: clients present a gateway key, the gateway holds the Anthropic key.
+AUTH_PASSTHROUGH = "passthrough"
+AUTH_GATEWAY_KEY = "gateway_key"
+AUTH_MODES = (AUTH_PASSTHROUGH, AUTH_GATEWAY_KEY)
+DEFAULT_AUTH_MODE = AUTH_PASSTHROUGH
+DEFAULT_GATEWAY_KEYS_SECRET = "policy-gateway/gateway-keys"
+DEFAULT_UPSTREAM_API_KEY_SECRET = "policy-gateway/anthropic-api-key"
+DEFAULT_SECRETS_TTL = 60.0
 
 # The Function URL rejects larger payloads; checking first means an oversized
 # body is refused before it is parsed or sent anywhere.
@@ -80,6 +94,16 @@ class Settings:
     policy_config_parameter: str | None = None
     policy_config_ttl: float = DEFAULT_POLICY_CONFIG_TTL
     deadline_margin: float = DEFAULT_DEADLINE_MARGIN
+    auth_mode: str = DEFAULT_AUTH_MODE
+    gateway_keys_secret: str = DEFAULT_GATEWAY_KEYS_SECRET
+    upstream_api_key_secret: str = DEFAULT_UPSTREAM_API_KEY_SECRET
+    secrets_ttl: float = DEFAULT_SECRETS_TTL
+
+    def __post_init__(self) -> None:
+        # A typo here must stop the gateway at start-up: guessing a mode could
+        # open the gateway to anyone or lock everyone out.
+        if self.auth_mode not in AUTH_MODES:
+            raise ValueError(f"{ENV_AUTH_MODE} must be one of {AUTH_MODES}, got {self.auth_mode!r}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -101,4 +125,10 @@ class Settings:
             policy_config_parameter=env.get(ENV_POLICY_CONFIG_PARAMETER) or None,
             policy_config_ttl=float(env.get(ENV_POLICY_CONFIG_TTL, DEFAULT_POLICY_CONFIG_TTL)),
             deadline_margin=float(env.get(ENV_DEADLINE_MARGIN, DEFAULT_DEADLINE_MARGIN)),
+            auth_mode=(env.get(ENV_AUTH_MODE) or DEFAULT_AUTH_MODE).strip().lower(),
+            gateway_keys_secret=env.get(ENV_GATEWAY_KEYS_SECRET) or DEFAULT_GATEWAY_KEYS_SECRET,
+            upstream_api_key_secret=(
+                env.get(ENV_UPSTREAM_API_KEY_SECRET) or DEFAULT_UPSTREAM_API_KEY_SECRET
+            ),
+            secrets_ttl=float(env.get(ENV_SECRETS_TTL, DEFAULT_SECRETS_TTL)),
         )

@@ -1,0 +1,196 @@
+"""Who may call through the gateway, and which credentials go upstream.
+
+`passthrough`: the client's own `x-api-key` / `Authorization` goes upstream and
+the upstream decides. `gateway_key`: the client presents a gateway key (as
+`x-api-key` or `Authorization: Bearer`, the two ways SDKs and Claude Code send
+one); it is checked against every key in a Secrets Manager secret, stripped,
+and the Anthropic key from a second secret goes upstream instead, so clients
+never hold it. Several keys can be valid at once, which is how keys rotate
+without downtime.
+
+Both secrets are re-read every SECRETS_TTL_SECONDS (off the event loop). When
+Secrets Manager is throttled or down, the last good value keeps serving; a
+gateway that never read one refuses calls rather than guess.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Protocol, TypeVar
+
+from . import metrics, settings
+from .errors import GatewayError
+from .headers import upstream_headers
+from .logs import logger
+from .parameters import TTLCache, read_secret
+
+T = TypeVar("T")
+RawHeaders = Iterable[tuple[bytes, bytes]]
+
+_CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization"})
+_REDACTED = b"[redacted]"
+
+
+class SecretFormatError(ValueError):
+    """A secret's value has none of the accepted shapes. Never carries the value."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What an authorized call sends upstream, and the values it must never echo back."""
+
+    headers: list[tuple[str, str]]
+    secrets: tuple[bytes, ...]
+
+    def scrub(self, body: bytes) -> bytes:
+        """Blank out any credential of this call that an upstream error body repeats."""
+        for secret in self.secrets:
+            if secret in body:
+                body = body.replace(secret, _REDACTED)
+        return body
+
+
+class Authenticator(Protocol):
+    async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials: ...
+
+
+def _presented(raw: RawHeaders) -> list[bytes]:
+    """Every credential value the client sent, in either header."""
+    values: list[bytes] = []
+    for key, value in raw:
+        name = key.lower()
+        if name == b"x-api-key":
+            values.append(value.strip())
+        elif name == b"authorization":
+            scheme, _, token = value.strip().partition(b" ")
+            if scheme.lower() == b"bearer":
+                values.append(token.strip())
+    return [value for value in values if value]
+
+
+class PassthroughAuth:
+    async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
+        return Credentials(upstream_headers(raw), tuple(_presented(raw)))
+
+
+def _digest(value: bytes) -> bytes:
+    # Comparing fixed-length digests keeps a key's length out of the timing, too.
+    return hashlib.sha256(value).digest()
+
+
+def parse_gateway_keys(text: str) -> tuple[bytes, ...]:
+    """Digests of the valid keys in `{"keys": [...]}`, `[...]` or `{"key": "..."}`.
+
+    The last shape is what CloudFormation's GenerateSecretString writes
+    (`SecretStringTemplate` `{"name": ...}` plus `GenerateStringKey` `key`).
+    """
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise SecretFormatError("gateway keys secret is not JSON") from None
+    if isinstance(value, dict):
+        if "keys" in value:
+            value = value["keys"]
+        elif "key" in value:
+            value = [value["key"]]
+    if not isinstance(value, list) or not all(isinstance(key, str) for key in value):
+        raise SecretFormatError(
+            'gateway keys secret must be {"keys": [...]}, a JSON list, or {"key": "..."}'
+        )
+    # An empty key would let a request with no key at all through.
+    keys = [key.strip().encode() for key in value if key.strip()]
+    if not keys:
+        raise SecretFormatError("gateway keys secret holds no usable key")
+    return tuple(_digest(key) for key in keys)
+
+
+def parse_upstream_key(text: str) -> str:
+    """The Anthropic key from a plain string or `{"api_key": "..."}`."""
+    key: object = text.strip()
+    if text.lstrip().startswith("{"):
+        try:
+            key = json.loads(text).get("api_key")
+        except (ValueError, AttributeError):
+            key = None
+    if not isinstance(key, str) or not key.strip() or not key.strip().isascii():
+        raise SecretFormatError('upstream API key secret must be a string or {"api_key": "..."}')
+    return key.strip()
+
+
+def _matches(presented: Sequence[bytes], valid: Sequence[bytes]) -> bool:
+    # Every presented value is compared with every key, with no early exit,
+    # so the time taken says nothing about which key (if any) came close.
+    found = False
+    for value in presented:
+        digest = _digest(value)
+        for key in valid:
+            found |= hmac.compare_digest(digest, key)
+    return found
+
+
+def _keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
+    logger.error(
+        "secret unreadable; keeping the last good value"
+        if last is not None
+        else "secret unreadable and never read; refusing calls until it is",
+        extra={"secret": secret, "error_type": type(exc).__name__},
+    )
+    return last
+
+
+_UNAVAILABLE = GatewayError(
+    500, "The gateway cannot read its credentials right now; try again shortly.", "api_error"
+)
+
+
+class GatewayKeyAuth:
+    def __init__(
+        self,
+        keys_secret: str,
+        upstream_secret: str,
+        ttl: float,
+        reader: Callable[[str], str] = read_secret,
+    ) -> None:
+        self._keys: TTLCache[tuple[bytes, ...] | None] = TTLCache(
+            lambda: parse_gateway_keys(reader(keys_secret)),
+            ttl,
+            partial(_keep_last_good, keys_secret),
+        )
+        self._upstream_key: TTLCache[str | None] = TTLCache(
+            lambda: parse_upstream_key(reader(upstream_secret)),
+            ttl,
+            partial(_keep_last_good, upstream_secret),
+        )
+
+    async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
+        valid = await self._keys.get()
+        if valid is None:
+            raise _UNAVAILABLE
+        presented = _presented(raw)
+        if not _matches(presented, valid):
+            metrics.count(settings.METRIC_AUTH_FAILURES)
+            logger.warning("gateway key rejected", extra={"presented": len(presented)})
+            raise GatewayError(
+                401,
+                "Invalid or missing gateway key: send it as x-api-key or Authorization: Bearer.",
+                "authentication_error",
+            )
+        api_key = await self._upstream_key.get()
+        if api_key is None:
+            raise _UNAVAILABLE
+        headers = [item for item in upstream_headers(raw) if item[0] not in _CREDENTIAL_HEADERS]
+        headers.append(("x-api-key", api_key))
+        return Credentials(headers, (*presented, api_key.encode()))
+
+
+def authenticator(config: settings.Settings) -> Authenticator:
+    if config.auth_mode == settings.AUTH_GATEWAY_KEY:
+        return GatewayKeyAuth(
+            config.gateway_keys_secret, config.upstream_api_key_secret, config.secrets_ttl
+        )
+    return PassthroughAuth()

@@ -1,0 +1,221 @@
+"""Auth modes: gateway keys checked against Secrets Manager (moto), the Anthropic key held by
+the gateway, rotation, and what happens when Secrets Manager misbehaves."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import anyio
+import boto3
+import httpx2
+import pytest
+from botocore.exceptions import ClientError
+from policy_gateway import settings
+from policy_gateway.auth import GatewayKeyAuth, SecretFormatError, parse_gateway_keys
+from policy_gateway.errors import GatewayError
+
+from .conftest import GatewayFactory
+from .support.fake_upstream import MODEL, FakeUpstream, Reply
+
+KEYS_SECRET = "test/gateway-keys"
+UPSTREAM_SECRET = "test/anthropic-key"
+UPSTREAM_KEY = "sk-ant-upstream-held-by-the-gateway"
+PutSecret = Callable[[str, str], None]
+
+
+@pytest.fixture
+def put_secret() -> PutSecret:
+    client: Any = boto3.client("secretsmanager")
+
+    def put(name: str, value: str) -> None:
+        try:
+            client.put_secret_value(SecretId=name, SecretString=value)
+        except ClientError:
+            client.create_secret(Name=name, SecretString=value)
+
+    return put
+
+
+@pytest.fixture
+def keyed_gateway(make_gateway: GatewayFactory, put_secret: PutSecret) -> Callable[..., str]:
+    """A gateway in gateway_key mode whose secrets hold `keys` and the upstream key."""
+
+    def start(keys: object = ("gk-one", "gk-two"), upstream_secret: str | None = None) -> str:
+        if keys is not None:
+            put_secret(KEYS_SECRET, keys if isinstance(keys, str) else json.dumps(keys))
+        put_secret(UPSTREAM_SECRET, upstream_secret or json.dumps({"api_key": UPSTREAM_KEY}))
+        return make_gateway(
+            auth_mode=settings.AUTH_GATEWAY_KEY,
+            gateway_keys_secret=KEYS_SECRET,
+            upstream_api_key_secret=UPSTREAM_SECRET,
+            secrets_ttl=0.3,
+        )
+
+    return start
+
+
+def client(
+    url: str, api_key: str | None = None, auth_token: str | None = None
+) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=url, max_retries=0, api_key=api_key, auth_token=auth_token)
+
+
+def ask(sdk: anthropic.Anthropic) -> str:
+    reply = sdk.messages.create(
+        model=MODEL, max_tokens=16, messages=[{"role": "user", "content": "hello"}]
+    )
+    return "".join(block.text for block in reply.content if block.type == "text")
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        {"keys": ["gk-one", "gk-two"]},
+        ["gk-one", "gk-two"],
+        {"name": "default", "key": "gk-one"},
+    ],
+    ids=["keys-object", "list", "generated-secret"],
+)
+@pytest.mark.parametrize(
+    "upstream_secret", [UPSTREAM_KEY, json.dumps({"api_key": UPSTREAM_KEY})], ids=["plain", "json"]
+)
+def test_gateway_key_is_swapped_for_the_upstream_key(
+    keyed_gateway: Callable[..., str], upstream: FakeUpstream, keys: object, upstream_secret: str
+) -> None:
+    url = keyed_gateway(keys, upstream_secret)
+    assert ask(client(url, api_key="gk-one")) == "echo: hello"
+    assert ask(client(url, auth_token="gk-one")) == "echo: hello"
+    for recorded in upstream.requests:
+        assert recorded.headers["x-api-key"] == UPSTREAM_KEY
+        assert "authorization" not in recorded.headers
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"x-api-key": "gk-wrong"},
+        {"authorization": "Bearer gk-on"},
+        {"x-api-key": "gk-one-and-more"},
+        {"authorization": "gk-one"},
+        {"x-api-key": ""},
+    ],
+    ids=["missing", "wrong", "prefix", "longer", "no-bearer-scheme", "empty"],
+)
+def test_wrong_or_missing_key_is_401_without_an_upstream_call(
+    keyed_gateway: Callable[..., str],
+    upstream: FakeUpstream,
+    capsys: pytest.CaptureFixture[str],
+    headers: dict[str, str],
+) -> None:
+    url = keyed_gateway()
+    response = httpx2.post(
+        f"{url}/v1/messages",
+        json={"model": MODEL, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]},
+        headers={"anthropic-version": "2023-06-01", **headers},
+    )
+    assert response.status_code == 401
+    assert response.json()["error"]["type"] == "authentication_error"
+    assert upstream.requests == []
+    # The call's metrics are flushed after its response is sent: wait for them.
+    emitted = ""
+    for _ in range(100):
+        emitted += capsys.readouterr().out
+        if settings.METRIC_AUTH_FAILURES in emitted:
+            break
+        time.sleep(0.01)
+    metrics = [json.loads(line) for line in emitted.splitlines() if '"_aws"' in line]
+    assert any(line.get(settings.METRIC_AUTH_FAILURES) == [1.0] for line in metrics)
+
+
+def test_several_keys_rotate_without_downtime(
+    keyed_gateway: Callable[..., str], put_secret: PutSecret
+) -> None:
+    url = keyed_gateway({"keys": ["gk-old"]})
+    old, new = client(url, api_key="gk-old"), client(url, api_key="gk-new")
+    assert ask(old)
+    put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-old", "gk-new"]}))
+    time.sleep(0.4)
+    assert ask(old)
+    assert ask(new)
+    put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-new"]}))
+    time.sleep(0.4)
+    assert ask(new)
+    with pytest.raises(anthropic.AuthenticationError):
+        ask(old)
+
+
+def test_a_secret_never_read_refuses_calls_without_calling_upstream(
+    keyed_gateway: Callable[..., str], upstream: FakeUpstream
+) -> None:
+    url = keyed_gateway(keys=None)
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        ask(client(url, api_key="gk-one"))
+    assert caught.value.body["error"]["type"] == "api_error"  # type: ignore[index]
+    assert upstream.requests == []
+
+
+def test_empty_keys_never_admit_a_keyless_request(
+    keyed_gateway: Callable[..., str], upstream: FakeUpstream
+) -> None:
+    with pytest.raises(SecretFormatError):
+        parse_gateway_keys(json.dumps({"keys": ["", "  "]}))
+    url = keyed_gateway({"keys": ["", "gk-one"]})
+    body = {"model": MODEL, "max_tokens": 16, "messages": []}
+    assert httpx2.post(f"{url}/v1/messages", json=body).status_code == 401
+    assert (
+        httpx2.post(f"{url}/v1/messages", json=body, headers={"x-api-key": ""}).status_code == 401
+    )
+    assert upstream.requests == []
+
+
+def test_secrets_manager_throttled_keeps_the_last_good_keys() -> None:
+    reads = {"count": 0}
+
+    def reader(name: str) -> str:
+        reads["count"] += 1
+        if reads["count"] > 2:
+            raise ClientError(
+                {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}},
+                "GetSecretValue",
+            )
+        return json.dumps(["gk-one"]) if name == KEYS_SECRET else UPSTREAM_KEY
+
+    auth = GatewayKeyAuth(KEYS_SECRET, UPSTREAM_SECRET, ttl=0.01, reader=reader)
+
+    async def calls() -> None:
+        for _ in range(3):
+            credentials = await auth.authorize([(b"x-api-key", b"gk-one")])
+            assert ("x-api-key", UPSTREAM_KEY) in credentials.headers
+            await anyio.sleep(0.02)
+        with pytest.raises(GatewayError) as caught:
+            await auth.authorize([(b"x-api-key", b"gk-two")])
+        assert caught.value.status == 401
+
+    anyio.run(calls)
+    assert reads["count"] > 4
+
+
+def test_upstream_errors_never_echo_credentials(
+    keyed_gateway: Callable[..., str], upstream: FakeUpstream
+) -> None:
+    url = keyed_gateway()
+    upstream.script(
+        Reply.error(401, "authentication_error", f"invalid x-api-key: {UPSTREAM_KEY} (gk-one)")
+    )
+    with pytest.raises(anthropic.AuthenticationError) as caught:
+        ask(client(url, api_key="gk-one"))
+    message = caught.value.body["error"]["message"]  # type: ignore[index]
+    assert UPSTREAM_KEY not in message
+    assert "gk-one" not in message
+    assert message == "invalid x-api-key: [redacted] ([redacted])"
+
+
+def test_unknown_auth_mode_stops_the_gateway_at_start() -> None:
+    with pytest.raises(ValueError, match="AUTH_MODE"):
+        settings.Settings.from_env({settings.ENV_AUTH_MODE: "gatewaykey"})
+    assert settings.Settings.from_env({}).auth_mode == settings.AUTH_PASSTHROUGH
