@@ -18,7 +18,7 @@ import pytest
 from policy_gateway import settings
 
 from .conftest import sdk
-from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.servers import ROOT, gateway_process
 from .test_fallback import REPLACE, ask
 
@@ -79,7 +79,10 @@ def test_fallback_emits_emf_metric_with_service_dimension_and_a_warning(
     set_flag("true")
     stdout = tmp_path / "gateway.out"
     with gateway_process(base_env(upstream_url), stdout_path=stdout) as (url, _):
-        upstream.script(Reply.error(400, "invalid_request_error", "codename rejected"))
+        upstream.script(
+            Reply.error(400, "invalid_request_error", "codename rejected"),
+            Reply(body=message("echo: after a slow retry"), delay=0.5),
+        )
         assert ask(sdk(url)).startswith("echo:")
         time.sleep(0.3)
     printed = printed_json(stdout)
@@ -91,7 +94,10 @@ def test_fallback_emits_emf_metric_with_service_dimension_and_a_warning(
     assert emf[0]["service"] == settings.SERVICE_NAME
     assert emf[0][settings.METRIC_FALLBACK] == [1.0]
     assert {"Name": settings.METRIC_FALLBACK, "Unit": "Count"} in directive["Metrics"]
-    assert emf[0][settings.METRIC_FALLBACK_SUCCEEDED] == [1.0]
+    # Flushed before the retry was sent, not when the call ended.
+    assert emf[0]["_aws"]["Timestamp"] <= upstream.requests[1].received_at * 1000
+    succeeded = [line for line in printed if settings.METRIC_FALLBACK_SUCCEEDED in line]
+    assert [line[settings.METRIC_FALLBACK_SUCCEEDED] for line in succeeded] == [[1.0]]
     warnings = [line for line in printed if line.get("level") == "WARNING"]
     assert len(warnings) == 1
     warning = warnings[0]

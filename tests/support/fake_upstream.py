@@ -26,6 +26,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: bytes
+    query: str = ""
+    received_at: float = field(default_factory=time.time)
 
     @property
     def json(self) -> Any:
@@ -170,7 +172,10 @@ class FakeUpstream:
             if not msg.get("more_body"):
                 break
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
-        reply = self._next(Recorded(scope["path"], headers, b"".join(chunks)))
+        recorded = Recorded(
+            scope["path"], headers, b"".join(chunks), scope["query_string"].decode()
+        )
+        reply = self._next(recorded)
         if reply.delay:
             await asyncio.sleep(reply.delay)
         out_headers = [(k.encode(), v.encode()) for k, v in reply.headers.items()]

@@ -18,16 +18,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .auth import authenticator
 from .errors import error_body
 from .settings import Settings
 
 if TYPE_CHECKING:
     from .pipeline import Gateway
-
-
-async def healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -49,6 +44,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 
 def _build_gateway(config: Settings) -> Gateway:
+    from .auth import authenticator
     from .flag import FallbackFlag
     from .pipeline import Gateway
     from .policy_source import PolicySource
@@ -90,6 +86,11 @@ class _DeferredGateway:
         # Shielded: a cancelled call must not cancel the build the others await.
         return await asyncio.shield(self.start())
 
+    @property
+    def failed(self) -> bool:
+        built = self._built
+        return built is not None and built.done() and built.exception() is not None
+
     async def aclose(self) -> None:
         if self._built is not None:
             await (await self.get()).relay.aclose()
@@ -114,6 +115,16 @@ class MessagesRoute:
 def create_app(config: Settings | None = None) -> Starlette:
     config = config or Settings.from_env()
     gateway = _DeferredGateway(config)
+
+    async def healthz(request: Request) -> Response:
+        # Ready while the build runs (the first call waits for it), but never
+        # ready once it failed: the adapter's readiness check must not pass
+        # a gateway that can only answer 500.
+        if gateway.failed:
+            return JSONResponse(
+                error_body(503, "The gateway failed to start; see its logs."), status_code=503
+            )
+        return JSONResponse({"status": "ok"})
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

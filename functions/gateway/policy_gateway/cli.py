@@ -111,6 +111,10 @@ def serve(args: argparse.Namespace) -> int:
             log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"),
             access_log=False,
             lifespan="on",
+            # The Lambda Web Adapter pools connections to this server across
+            # frozen periods; closing idle ones after uvicorn's default 5 s
+            # makes the adapter reuse dead sockets (502s).
+            timeout_keep_alive=3600 if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else 5,
         )
     ).run()
     return 0

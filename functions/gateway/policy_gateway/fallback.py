@@ -21,8 +21,10 @@ import json
 from dataclasses import dataclass
 
 from gateway_policies import PolicyChain, PolicyContext
+from gateway_policies.diff import changed_paths
 
 from . import metrics, settings
+from .flag import FallbackFlag
 from .logs import logger
 from .relay import UpstreamStatusError
 
@@ -46,11 +48,15 @@ class Attempted:
             return True
 
 
-def should_fall_back(
-    error: UpstreamStatusError, attempted: Attempted, chain: PolicyChain, flag_on: bool
+async def should_fall_back(
+    error: UpstreamStatusError, attempted: Attempted, chain: PolicyChain, flag: FallbackFlag
 ) -> bool:
+    """The five conditions, cheapest first: the flag (maybe an SSM read) only when the rest hold."""
     return (
-        flag_on and error.status in FALLBACK_STATUSES and chain.bypassable and attempted.differs()
+        error.status in FALLBACK_STATUSES
+        and chain.bypassable
+        and attempted.differs()
+        and await flag.enabled()
     )
 
 
@@ -60,11 +66,17 @@ async def record(
     chain: PolicyChain,
     ctx: PolicyContext,
 ) -> None:
-    """Make the fallback loud, before the retry: metric, trace annotations, WARNING log."""
+    """Make the fallback loud, before the retry: metric, trace annotations, WARNING log.
+
+    The metric is flushed here, not at the end of the call, so the alarm sees
+    the fallback even if the retry outlives the Lambda invocation.
+    """
     metrics.count(settings.METRIC_FALLBACK)
+    metrics.flush()
     error.span.annotate(settings.ANNOTATION_FALLBACK, True)
     error.span.annotate(settings.ANNOTATION_FALLBACK_STATUS, error.status)
-    attribution = await chain.attribute_changes(attempted.original, ctx)
+    replay = PolicyContext(endpoint=ctx.endpoint, stream=ctx.stream, call_id=ctx.call_id)
+    attribution = await chain.attribute_changes(attempted.original, replay)
     if attribution:
         error.span.annotate("fallback_policies", ",".join(sorted(attribution)))
     logger.warning(
@@ -74,7 +86,7 @@ async def record(
             "call_id": ctx.call_id,
             "fallback_status": error.status,
             "upstream_error": error.message,
-            "changed_paths": sorted({p for paths in attribution.values() for p in paths}),
+            "changed_paths": changed_paths(json.loads(attempted.original), attempted.modified),
             "changed_by_policy": attribution,
         },
     )

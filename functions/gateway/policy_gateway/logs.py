@@ -1,14 +1,42 @@
 """Structured JSON logs (Powertools Logger) with a per-call correlation id.
 
-Keys added for a call live in a context variable, so concurrent calls in one
-process (a local server, the load tests) never mix their ids. Only ids,
-statuses, paths and sizes are logged: never request content or credentials.
+A call's ids live in a context variable that a logging filter copies onto
+every record, so concurrent calls in one process (a local server, the load
+tests) never mix or strip each other's ids. (Powertools' own context keys sit
+in one dict shared by every task.) Only ids, statuses, paths and sizes are
+logged: never request content or credentials.
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from aws_lambda_powertools import Logger
 
 from . import settings
 
+_call_keys: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("call_keys", default=())
+
+
+class _CallKeys(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        for key, value in _call_keys.get():
+            setattr(record, key, value)
+        return True
+
+
 logger = Logger(service=settings.SERVICE_NAME, use_rfc3339=True)
+logger.addFilter(_CallKeys())
+
+
+@contextmanager
+def call_context(**keys: str) -> Iterator[None]:
+    """Add `keys` to every log line of the current call (the current asyncio task)."""
+    token = _call_keys.set(tuple(keys.items()))
+    try:
+        yield
+    finally:
+        _call_keys.reset(token)

@@ -9,6 +9,7 @@ with its real HTTP status and JSON body, exactly as direct access would.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -26,10 +27,10 @@ from gateway_policies import (
 from starlette.types import Message, Receive, Scope, Send
 
 from . import fallback, lambda_context, metrics, settings, sse, tracing
-from .auth import Authenticator
+from .auth import Authenticator, Credentials
 from .errors import GatewayError, error_body, error_bytes
 from .flag import FallbackFlag
-from .logs import logger
+from .logs import call_context, logger
 from .policy_source import PolicySource
 from .relay import Relay, UpstreamResponse, UpstreamStatusError, UpstreamUnavailable
 
@@ -66,6 +67,7 @@ class _Call:
     stream: bool = False
     attempts: int = 0
     fallback: str = "none"
+    disconnected: bool = False
 
 
 class MessagesEndpoint:
@@ -83,7 +85,7 @@ class MessagesEndpoint:
         )
         call = _Call(call_id=invocation.request_id or uuid.uuid4().hex, endpoint=self._endpoint)
         traced = tracing.begin_call(_text(header(b"x-amzn-trace-id")))
-        with logger.append_context_keys(
+        with call_context(
             call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
         ):
             try:
@@ -119,10 +121,33 @@ class MessagesEndpoint:
         invocation: lambda_context.InvocationContext,
         traced: bool,
     ) -> None:
-        gateway = self._gateway
-        credentials = await gateway.auth.authorize(scope["headers"])
+        credentials = await self._gateway.auth.authorize(scope["headers"])
         _check_content_type(dict(scope["headers"]).get(b"content-type"))
         original = await _read_body(scope, receive)
+        with anyio.CancelScope() as scope_of_call:
+            watcher = asyncio.get_running_loop().create_task(
+                _watch_disconnect(receive, call, scope_of_call)
+            )
+            try:
+                await self._proxy(scope, send, call, invocation, traced, credentials, original)
+            finally:
+                watcher.cancel()
+        if call.disconnected:
+            call.status = 499
+            logger.info("client disconnected; stopped the call")
+
+    async def _proxy(
+        self,
+        scope: Scope,
+        send: Send,
+        call: _Call,
+        invocation: lambda_context.InvocationContext,
+        traced: bool,
+        credentials: Credentials,
+        original: bytes,
+    ) -> None:
+        """Parse, run the chain, reach the upstream (with the fallback), relay the answer."""
+        gateway = self._gateway
         request = _parse(original)
         call.stream = self._endpoint == "messages" and request.get("stream") is True
         chain = await gateway.policies.chain()
@@ -131,17 +156,17 @@ class MessagesEndpoint:
             await chain.apply_request(request, ctx)
         except (PolicyViolation, PolicyFailure) as exc:
             raise _policy_error(exc) from None
-        sent = (
-            json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
-            if chain.modifies_requests
-            else original
-        )
+        if chain.modifies_requests and (request.get("stream") is True) != call.stream:
+            raise _policy_error(PolicyFailure("<chain>", "on_request: changed 'stream'"))
+        sent = _dump(request) if chain.modifies_requests else original
         attempted = fallback.Attempted(original=original, sent=sent, modified=request)
         forward = credentials.headers
         deadline = invocation.deadline_epoch
         if deadline is not None:
             deadline -= gateway.config.deadline_margin
         path = scope["path"]
+        if scope.get("query_string"):
+            path += "?" + scope["query_string"].decode("latin-1")
 
         async def attempt(body: bytes, label: str) -> UpstreamResponse:
             call.attempts += 1
@@ -160,8 +185,8 @@ class MessagesEndpoint:
                 return await attempt(sent, "policy")
             except UpstreamStatusError as error:
                 try:
-                    fall_back = chain.modifies_requests and fallback.should_fall_back(
-                        error, attempted, chain, await gateway.flag.enabled()
+                    fall_back = chain.modifies_requests and await fallback.should_fall_back(
+                        error, attempted, chain, gateway.flag
                     )
                     if fall_back:
                         await fallback.record(error, attempted, chain, ctx)
@@ -202,9 +227,21 @@ class MessagesEndpoint:
         if call.fallback == "succeeded":
             metrics.count(settings.METRIC_FALLBACK_SUCCEEDED)
         if call.stream:
-            await _relay_stream(upstream, chain, ctx, call, receive, send, deadline)
+            await _relay_stream(upstream, chain, ctx, call, send, deadline)
         else:
             await _relay_json(upstream, body, chain, ctx, call, send)
+
+
+async def _watch_disconnect(receive: Receive, call: _Call, scope: anyio.CancelScope) -> None:
+    """Cancel the call's work the moment the client goes away.
+
+    A streaming Lambda keeps running, and billing, until it stops reading the
+    upstream; a non-streaming call would otherwise wait out a whole generation.
+    """
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    call.disconnected = True
+    scope.cancel()
 
 
 def _seconds_until(deadline: float | None) -> float | None:
@@ -229,7 +266,7 @@ async def _relay_json(
                 await chain.apply_response(response, ctx)
             except (PolicyViolation, PolicyFailure) as exc:
                 raise _policy_error(exc) from None
-            body = json.dumps(response, ensure_ascii=False, separators=(",", ":")).encode()
+            body = _dump(response)
     await _respond(send, call, upstream.status, body, upstream.headers)
 
 
@@ -238,7 +275,6 @@ async def _relay_stream(
     chain: PolicyChain,
     ctx: PolicyContext,
     call: _Call,
-    receive: Receive,
     send: Send,
     deadline: float | None,
 ) -> None:
@@ -247,10 +283,8 @@ async def _relay_stream(
     decoder = sse.SSEDecoder()
     filtering = chain.filters_stream
 
-    async def emit(events: list[StreamEvent]) -> None:
+    async def deliver(events: list[StreamEvent]) -> None:
         nonlocal committed
-        if filtering:
-            events = [out for event in events for out in await chain.apply_stream_event(event, ctx)]
         if not committed:
             committed = True
             call.status = upstream.status
@@ -269,13 +303,33 @@ async def _relay_stream(
                 {"type": "http.response.body", "body": sse.encode_many(events), "more_body": True}
             )
 
+    async def emit(events: list[StreamEvent]) -> None:
+        if not filtering:
+            await deliver(events)
+            return
+        passed: list[StreamEvent] = []
+        try:
+            for event in events:
+                passed.extend(await chain.apply_stream_event(event, ctx))
+        except (PolicyViolation, PolicyFailure):
+            # Events a policy let through before the failure still go out, in
+            # order, ahead of the error frame.
+            if passed:
+                await deliver(passed)
+            raise
+        await deliver(passed)
+
     async def pump() -> None:
         async with sse.coalesced(upstream.chunks()) as chunks:
             async for chunk in chunks:
                 events = decoder.feed(chunk)
                 if events:
                     await emit(events)
-        await emit(decoder.flush())
+        last = decoder.flush()
+        if last:
+            await emit(last)
+        if not committed:
+            return
         if filtering:
             tail = await chain.apply_stream_end(ctx)
             if tail:
@@ -284,47 +338,30 @@ async def _relay_stream(
                 )
 
     failure: tuple[int, str, str | None] | None = None
-    disconnected = False
     try:
-        async with anyio.create_task_group() as group:
-
-            async def watch_disconnect() -> None:
-                nonlocal disconnected
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                disconnected = True
-                group.cancel_scope.cancel()
-
-            group.start_soon(watch_disconnect)
-            with anyio.move_on_after(_seconds_until(deadline)) as budget:
-                try:
-                    await pump()
-                except (PolicyViolation, PolicyFailure) as exc:
-                    error = _policy_error(exc)
-                    failure = (error.status, error.message, error.error_type)
-                except OSError:
-                    disconnected = True
-                except UpstreamUnavailable as exc:
-                    failure = (
-                        (504, "The upstream stream stalled.", "timeout_error")
-                        if exc.timeout
-                        else (502, "The upstream stream ended unexpectedly.", "api_error")
-                    )
-                except Exception as exc:
-                    logger.warning(
-                        "upstream stream failed", extra={"error_type": type(exc).__name__}
-                    )
-                    failure = (502, "The upstream stream ended unexpectedly.", "api_error")
-            if budget.cancelled_caught:
-                failure = _DEADLINE
-            group.cancel_scope.cancel()
+        with anyio.move_on_after(_seconds_until(deadline)) as budget:
+            try:
+                await pump()
+            except (PolicyViolation, PolicyFailure) as exc:
+                error = _policy_error(exc)
+                failure = (error.status, error.message, error.error_type)
+            except OSError:
+                call.disconnected = True
+                return
+            except UpstreamUnavailable as exc:
+                failure = (
+                    (504, "The upstream stream stalled.", "timeout_error")
+                    if exc.timeout
+                    else (502, "The upstream stream ended unexpectedly.", "api_error")
+                )
+            except Exception as exc:
+                logger.warning("upstream stream failed", extra={"error_type": type(exc).__name__})
+                failure = (502, "The upstream stream ended unexpectedly.", "api_error")
+        if budget.cancelled_caught:
+            failure = _DEADLINE
     finally:
         await upstream.close()
         upstream.span.end()
-    if disconnected:
-        call.status = 499
-        logger.info("client disconnected; stopped reading upstream")
-        return
     if failure is not None:
         status, message, kind = failure
         if not committed:
@@ -404,6 +441,23 @@ def _parse(body: bytes) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise GatewayError(400, "Request body must be a JSON object.")
     return parsed
+
+
+def _dump(document: dict[str, Any]) -> bytes:
+    """Serialize a (policy-changed) document for the wire.
+
+    UTF-8 as is when possible; a lone surrogate (legal in JSON text, not in
+    UTF-8) falls back to \\u escapes, as the client itself must have sent it.
+    A number too large for a float was parsed as infinity, which JSON cannot
+    express: that request is refused rather than forwarded altered.
+    """
+    try:
+        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(document, separators=(",", ":")).encode()
+    except ValueError:
+        raise GatewayError(400, "Request body has a number out of range.") from None
 
 
 def _merge(

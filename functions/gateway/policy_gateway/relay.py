@@ -21,7 +21,7 @@ import anyio
 import httpx2
 
 from . import metrics, settings, tracing
-from .errors import error_bytes
+from .errors import GatewayError, error_bytes
 from .headers import downstream_headers
 
 INITIAL_RETRY_DELAY = 0.5
@@ -48,6 +48,12 @@ class UpstreamStatusError(Exception):
         self.body = body
         self.headers = headers
         self.span = span
+
+    def tell_client_not_to_retry(self) -> None:
+        """The gateway already retried: an SDK retrying too would multiply the load
+        (up to nine upstream calls for one throttled request)."""
+        self.headers = [(k, v) for k, v in self.headers if k != b"x-should-retry"]
+        self.headers.append((b"x-should-retry", b"false"))
 
     @property
     def client_body(self) -> bytes:
@@ -112,7 +118,10 @@ class UpstreamResponse:
             raise _unavailable(exc) from None
 
     async def close(self) -> None:
-        await self._response.aclose()
+        # Shielded: a call cancelled by a client disconnect or the deadline
+        # must still release the upstream connection.
+        with anyio.CancelScope(shield=True):
+            await self._response.aclose()
 
 
 def _should_retry(response: httpx2.Response) -> bool:
@@ -181,9 +190,12 @@ class Relay:
         UpstreamStatusError or UpstreamUnavailable otherwise. `deadline` (a
         time.time() value) stops retries that could not finish in time.
         """
-        request = self._client.build_request(
-            "POST", self._base_url + path, content=body, headers=list(headers)
-        )
+        try:
+            request = self._client.build_request(
+                "POST", self._base_url + path, content=body, headers=list(headers)
+            )
+        except UnicodeEncodeError:
+            raise GatewayError(400, "A request header value is not ASCII.") from None
         retry = 0
         while True:
             span = tracing.start_span(f"upstream {label} attempt {retry + 1}", traced)
@@ -209,7 +221,10 @@ class Relay:
                         span,
                     )
                 retry_headers = response.headers
-                if not (_should_retry(response) and self._may_retry(retry, deadline, response)):
+                retryable = _should_retry(response)
+                if not (retryable and self._may_retry(retry, deadline, response)):
+                    if retryable and retry:
+                        error.tell_client_not_to_retry()
                     raise error
                 span.end()
             await anyio.sleep(_retry_delay(retry, retry_headers))

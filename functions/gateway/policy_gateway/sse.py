@@ -125,9 +125,16 @@ async def coalesced(chunks: AsyncIterable[bytes]) -> AsyncIterator[AsyncIterator
         if failures:
             raise failures[0]
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(read)
-        try:
-            yield joined()
-        finally:
-            group.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read)
+            try:
+                yield joined()
+            finally:
+                group.cancel_scope.cancel()
+    except BaseExceptionGroup as grouped:
+        # The task group wraps whatever the relay's loop raised (a read timeout,
+        # a client gone); the relay must see the original, with its own type.
+        if len(grouped.exceptions) == 1:
+            raise grouped.exceptions[0] from None
+        raise
