@@ -253,10 +253,12 @@ def test_built_artifact_streams_through_run_sh(
     }
     body = json.loads((ROOT / "events" / "bodies" / "streaming.json").read_text())
     log = tmp_path / "gateway.log"
-    with gateway_process(
-        env, command=[str(function / "run.sh")], cwd=function, stdout_path=log
-    ) as (url, _process):
-        with httpx2.stream(
+    with (
+        gateway_process(env, command=[str(function / "run.sh")], cwd=function, stdout_path=log) as (
+            url,
+            _process,
+        ),
+        httpx2.stream(
             "POST",
             f"{url}/v1/messages",
             json=body,
@@ -266,10 +268,11 @@ def test_built_artifact_streams_through_run_sh(
                 "accept": "text/event-stream",
             },
             timeout=30,
-        ) as response:
-            assert response.status_code == 200, response.read()
-            assert response.headers["content-type"].startswith("text/event-stream")
-            events = _sse_events(response)
+        ) as response,
+    ):
+        assert response.status_code == 200, response.read()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = _sse_events(response)
 
     names = [name for _, name, _ in events]
     assert names[0] == "message_start"
