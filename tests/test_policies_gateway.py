@@ -7,7 +7,6 @@ a second fake served over real HTTP.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from gateway_policies.testing import (
 )
 from policy_gateway.sse import SSEDecoder
 
-from .conftest import GatewayFactory, sdk
+from .conftest import GatewayFactory, GatewayStdout, sdk
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.servers import ThreadedServer
 
@@ -271,7 +270,7 @@ def test_judge_failure_blocks_and_is_logged(
     upstream: FakeUpstream,
     judge: tuple[FakeUpstream, str],
     monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
+    gateway_stdout: GatewayStdout,
     streaming: bool,
     failure: str,
 ) -> None:
@@ -286,15 +285,18 @@ def test_judge_failure_blocks_and_is_logged(
             "nonsense": Reply(body=message("looks fine to me")),
         }[failure]
     )
-    with caplog.at_level(logging.WARNING, logger="gateway_policies.tool_call_judge"):
-        reply = ask(sdk(url), streaming, tools=TOOLS)
+    reply = ask(sdk(url), streaming, tools=TOOLS)
     assert kinds(reply) == ["text"]
     assert "fail-secure" in reply.content[0].text  # type: ignore[union-attr]
     assert reply.stop_reason == "end_turn"
-    records = [r for r in caplog.records if r.name == "gateway_policies.tool_call_judge"]
-    assert len(records) == 1
-    assert records[0].levelno == logging.WARNING
-    assert records[0].__dict__["tool"] == "read"
+    judge_log = "tool call judge failed; blocking the call (fail-secure)"
+    out = gateway_stdout.until(lambda text: "call finished" in text)
+    [line] = [line for line in gateway_stdout.lines() if line.get("message") == judge_log]
+    assert line["level"] == "WARNING"
+    assert line["name"] == "gateway_policies.tool_call_judge"
+    assert line["tool"] == "read"
+    assert line["call_id"]
+    assert '"path"' not in out
 
 
 def test_unknown_events_pass_a_blocked_stream_and_the_sdk_parses_it(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,37 +10,14 @@ from typing import Any
 import anthropic
 import pytest
 from policy_gateway import settings
-from policy_gateway.logs import logger
 
-from .conftest import GatewayFactory, sdk
+from .conftest import GatewayFactory, GatewayStdout, sdk
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
 from .test_policies_gateway import ask, both, chain
 
 PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 TTL = 0.5
 SECRET = "AKIAIOSFODNN7EXAMPLE"
-
-
-class _CurrentStdout:
-    def write(self, text: str) -> int:
-        return sys.stdout.write(text)
-
-    def flush(self) -> None:
-        sys.stdout.flush()
-
-
-@pytest.fixture
-def gateway_stdout(
-    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> pytest.CaptureFixture[str]:
-    """What the in-thread gateway prints: EMF metrics and its JSON log lines.
-
-    Powertools bound its log handler to the sys.stdout of import time, which
-    pytest's session-wide capture had already replaced; the handler is made to
-    write to whatever sys.stdout is when it logs, which in a test is capfd's.
-    """
-    monkeypatch.setattr(logger.registered_handler, "stream", _CurrentStdout())
-    return capfd
 
 
 @pytest.fixture
@@ -60,37 +36,18 @@ def sent_model(upstream: FakeUpstream) -> str:
     return str(upstream.requests[-1].json["model"])
 
 
-def json_lines(text: str) -> list[dict[str, Any]]:
-    lines = []
-    for line in text.splitlines():
-        try:
-            parsed = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(parsed, dict):
-            lines.append(parsed)
-    return lines
+def config_errors(stdout: GatewayStdout) -> int:
+    """PolicyConfigErrors counted in EMF, once the gateway has flushed them."""
 
+    def count() -> int:
+        return sum(
+            len(line.get(settings.METRIC_POLICY_CONFIG_ERRORS, []))
+            for line in stdout.lines()
+            if "_aws" in line
+        )
 
-def config_errors(stdout: str) -> int:
-    return sum(
-        len(line.get(settings.METRIC_POLICY_CONFIG_ERRORS, []))
-        for line in json_lines(stdout)
-        if "_aws" in line
-    )
-
-
-def output_until(
-    capture: pytest.CaptureFixture[str], done: Callable[[str], bool], timeout: float = 3.0
-) -> str:
-    """The gateway's output once `done` holds: it writes metrics after the client has its answer."""
-    out = ""
-    deadline = time.monotonic() + timeout
-    while True:
-        out += capture.readouterr().out
-        if done(out) or time.monotonic() > deadline:
-            return out
-        time.sleep(0.05)
+    stdout.until(lambda _: count() >= 1)
+    return count()
 
 
 def live_gateway(make_gateway: GatewayFactory) -> str:
@@ -123,7 +80,7 @@ def test_a_broken_config_keeps_the_last_good_chain_and_is_counted(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     put_config: Callable[[str], None],
-    gateway_stdout: pytest.CaptureFixture[str],
+    gateway_stdout: GatewayStdout,
     broken: str,
 ) -> None:
     put_config(rewrite_to("claude-good"))
@@ -134,11 +91,10 @@ def test_a_broken_config_keeps_the_last_good_chain_and_is_counted(
     ask(client, False)
     ask(client, True)
     assert [r.json["model"] for r in upstream.requests] == ["claude-good"] * 3
-    out = output_until(gateway_stdout, lambda text: config_errors(text) >= 1)
-    assert config_errors(out) >= 1
+    assert config_errors(gateway_stdout) >= 1
     assert any(
         line.get("message") == "policy config unusable; keeping the last good chain"
-        for line in json_lines(out)
+        for line in gateway_stdout.lines()
     )
     put_config(rewrite_to("claude-fixed"))
     time.sleep(TTL + 0.1)
@@ -152,7 +108,7 @@ def test_without_any_good_chain_requests_fail_closed(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     put_config: Callable[[str], None],
-    gateway_stdout: pytest.CaptureFixture[str],
+    gateway_stdout: GatewayStdout,
     streaming: bool,
     config: str | None,
 ) -> None:
@@ -166,7 +122,7 @@ def test_without_any_good_chain_requests_fail_closed(
     assert body["error"]["type"] == "api_error"
     assert "no valid policy configuration" in body["error"]["message"]
     assert upstream.requests == []
-    assert config_errors(output_until(gateway_stdout, lambda text: config_errors(text) >= 1))
+    assert config_errors(gateway_stdout) >= 1
 
 
 # ------------------------------------------------------------- the fallback
@@ -176,7 +132,7 @@ def test_fallback_log_names_the_policies_and_paths_never_the_text(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     set_flag: Callable[[str], None],
-    gateway_stdout: pytest.CaptureFixture[str],
+    gateway_stdout: GatewayStdout,
 ) -> None:
     set_flag("true")
     config = chain(
@@ -189,8 +145,8 @@ def test_fallback_log_names_the_policies_and_paths_never_the_text(
     text = "tell me about project-nightjar"
     ask(sdk(url), False, messages=[{"role": "user", "content": [{"type": "text", "text": text}]}])
     assert len(upstream.requests) == 2
-    out = gateway_stdout.readouterr().out
-    [warning] = [line for line in json_lines(out) if line.get("level") == "WARNING"]
+    out = gateway_stdout.until(lambda text: "call finished" in text)
+    [warning] = [line for line in gateway_stdout.lines() if line.get("level") == "WARNING"]
     assert warning["message"].startswith("passthrough fallback")
     assert warning["changed_by_policy"] == {
         "rewrite_model": ["$.model"],
@@ -206,7 +162,7 @@ def test_redaction_never_leaks_through_the_fallback(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     set_flag: Callable[[str], None],
-    gateway_stdout: pytest.CaptureFixture[str],
+    gateway_stdout: GatewayStdout,
     streaming: bool,
 ) -> None:
     set_flag("true")
@@ -220,4 +176,4 @@ def test_redaction_never_leaks_through_the_fallback(
     assert len(upstream.requests) == 1
     assert all(SECRET.encode() not in r.body for r in upstream.requests)
     assert upstream.requests[0].json["messages"][0]["content"] == "key [REDACTED:aws_access_key_id]"
-    assert SECRET not in gateway_stdout.readouterr().out
+    assert SECRET not in gateway_stdout.until(lambda text: "call finished" in text)
