@@ -6,7 +6,10 @@ pointed at a local moto server and every gateway at the fake upstream.
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -15,9 +18,11 @@ import anthropic
 import boto3
 import httpx2
 import pytest
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf import cloudwatch as emf_module
 from moto.server import ThreadedMotoServer
 from policy_gateway import settings
 from policy_gateway.app import create_app
+from policy_gateway.logs import logger
 
 from .support.fake_upstream import FakeUpstream
 from .support.servers import ThreadedServer, free_port
@@ -109,6 +114,64 @@ def make_gateway(upstream_url: str) -> Iterator[GatewayFactory]:
     yield start
     for server in servers:
         server.stop()
+
+
+class GatewayStdout:
+    """What the in-thread gateway writes to stdout: EMF metric lines and JSON log lines.
+
+    Collected in memory rather than through capfd: the gateway thread keeps
+    printing after the client has its answer (metrics, the call's log line),
+    and a print into a capture that pytest is tearing down can crash the
+    interpreter; pytest also swaps sys.stdout between test phases.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def print(self, *values: object, **_: Any) -> None:
+        self.write(" ".join(map(str, values)) + "\n")
+
+    @property
+    def text(self) -> str:
+        with self._lock:
+            return "".join(self._parts)
+
+    def lines(self) -> list[dict[str, Any]]:
+        """Every line that is a JSON object."""
+        parsed = []
+        for line in self.text.splitlines():
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                parsed.append(value)
+        return parsed
+
+    def until(self, done: Callable[[str], bool], timeout: float = 3.0) -> str:
+        """The output once `done` holds (or the timeout passes)."""
+        deadline = time.monotonic() + timeout
+        while not done(self.text) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.text
+
+
+@pytest.fixture
+def gateway_stdout(monkeypatch: pytest.MonkeyPatch) -> GatewayStdout:
+    sink = GatewayStdout()
+    monkeypatch.setattr(logger.registered_handler, "stream", sink)
+    # Powertools Metrics emits EMF with a bare print(); shadow it in that module.
+    monkeypatch.setattr(emf_module, "print", sink.print, raising=False)
+    return sink
 
 
 def sdk(url: str, **kwargs: Any) -> anthropic.Anthropic:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
 from . import settings
 
@@ -29,7 +30,14 @@ class _CallKeys(logging.Filter):
 
 
 logger = Logger(service=settings.SERVICE_NAME, use_rfc3339=True)
-logger.addFilter(_CallKeys())
+# On the handler, not the logger, so the policies' loggers below get the keys too.
+logger.registered_handler.addFilter(_CallKeys())
+
+# Policies log through the stdlib, since they never import the gateway. Giving
+# their logger ours makes their lines the same JSON on stdout, with the call's
+# keys, instead of bare text from logging's last-resort handler on stderr.
+logging.getLogger("gateway_policies")
+copy_config_to_registered_loggers(source_logger=logger, include={"gateway_policies"})
 
 
 @contextmanager

@@ -19,6 +19,12 @@ BUILTIN_POLICIES: dict[str, str] = {
     "noop": "gateway_policies.builtin.noop:Noop",
     "string_replace": "gateway_policies.builtin.string_replace:StringReplace",
     "inject_system_prompt": "gateway_policies.builtin.inject_system_prompt:InjectSystemPrompt",
+    "redact_secrets": "gateway_policies.builtin.redact_secrets:RedactSecrets",
+    "rewrite_model": "gateway_policies.builtin.rewrite_model:RewriteModel",
+    "cap_max_tokens": "gateway_policies.builtin.cap_max_tokens:CapMaxTokens",
+    "strip_tools": "gateway_policies.builtin.strip_tools:StripTools",
+    "block_tool_calls": "gateway_policies.builtin.block_tool_calls:BlockToolCalls",
+    "tool_call_judge": "gateway_policies.builtin.tool_call_judge:ToolCallJudge",
 }
 
 

@@ -1,0 +1,79 @@
+"""Block tool calls whose name and/or input match operator rules.
+
+Each rule is `{"tool": regex, "input": regex}`; either key may be omitted.
+A regex is searched anywhere in its text (`re.search`, not anchored). The
+input is matched as JSON with sorted keys (`json.dumps(..., sort_keys=True)`),
+the same text whether the response streams or not. When a rule has both keys,
+both must match. A blocked call becomes a text block saying what was blocked
+and why (see gateway_policies.tool_gate).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..base import PolicyContext
+from ..tool_gate import ToolCallGate, canonical_input
+
+
+class ToolRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str | None = None
+    input: str | None = None
+
+    @field_validator("tool", "input")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> ToolRule:
+        if self.tool is None and self.input is None:
+            raise ValueError("a rule needs 'tool', 'input' or both")
+        return self
+
+    def describe(self) -> str:
+        pairs = (("tool", self.tool), ("input", self.input))
+        return " and ".join(f"{key} ~ /{value}/" for key, value in pairs if value is not None)
+
+
+class BlockToolCallsOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rules: list[ToolRule] = Field(min_length=1)
+
+
+class BlockToolCalls(ToolCallGate):
+    name = "block_tool_calls"
+    Options = BlockToolCallsOptions
+    options: BlockToolCallsOptions
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self._rules = [
+            (
+                rule,
+                None if rule.tool is None else re.compile(rule.tool),
+                None if rule.input is None else re.compile(rule.input),
+            )
+            for rule in self.options.rules
+        ]
+
+    async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> str | None:
+        text = canonical_input(tool_input)
+        for number, (rule, tool_re, input_re) in enumerate(self._rules, start=1):
+            if (tool_re is None or tool_re.search(tool)) and (
+                input_re is None or input_re.search(text)
+            ):
+                return f"it matches rule {number} ({rule.describe()})"
+        return None

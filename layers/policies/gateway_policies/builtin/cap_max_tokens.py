@@ -1,0 +1,43 @@
+"""Lower `max_tokens` to an operator ceiling (`{"max": N}`).
+
+Extended thinking requires `budget_tokens < max_tokens`, so a capped request
+with a larger thinking budget has its budget lowered too, as long as the
+result stays at or above the API's minimum budget; below that the request is
+left for the upstream to judge. Requests without `max_tokens` (count_tokens)
+are untouched. Bypassable: a cap is a cost control, and a request the cap
+made invalid is better served uncapped than refused, when the operator has
+turned the fallback on.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..base import JSONObject, Policy, PolicyContext
+
+MIN_THINKING_BUDGET = 1024
+
+
+class CapMaxTokensOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max: int = Field(ge=1)
+
+
+class CapMaxTokens(Policy):
+    name = "cap_max_tokens"
+    Options = CapMaxTokensOptions
+    options: CapMaxTokensOptions
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        ceiling = self.options.max
+        current = request.get("max_tokens")
+        if not isinstance(current, int) or current <= ceiling:
+            return
+        request["max_tokens"] = ceiling
+        thinking = request.get("thinking")
+        if not isinstance(thinking, dict):
+            return
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, int) and budget >= ceiling and ceiling - 1 >= MIN_THINKING_BUDGET:
+            thinking["budget_tokens"] = ceiling - 1

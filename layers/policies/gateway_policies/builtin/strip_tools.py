@@ -1,0 +1,53 @@
+"""Remove named tools from requests (`{"names": ["bash", ...]}`).
+
+`tool_choice` is kept valid, since the API rejects a choice that names a
+missing tool or forces a tool call with no tools:
+- a `{"type": "tool"}` choice naming a removed tool becomes `{"type": "auto"}`
+  (forcing some *other* tool would be a guess at the client's intent);
+- with no tools left, `tools` and `tool_choice` are both removed.
+`disable_parallel_tool_use` is kept whenever the choice survives.
+
+Not bypassable: the point is that the model never gets the tool, and the
+fallback would resend the original request with it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..base import JSONObject, Policy, PolicyContext
+
+
+class StripToolsOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    names: list[str] = Field(min_length=1)
+
+
+class StripTools(Policy):
+    name = "strip_tools"
+    bypassable = False
+    Options = StripToolsOptions
+    options: StripToolsOptions
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        tools = request.get("tools")
+        if not isinstance(tools, list):
+            return
+        names = set(self.options.names)
+        kept = [t for t in tools if not (isinstance(t, dict) and t.get("name") in names)]
+        if len(kept) == len(tools):
+            return
+        if not kept:
+            request.pop("tools")
+            request.pop("tool_choice", None)
+            return
+        request["tools"] = kept
+        choice = request.get("tool_choice")
+        if not isinstance(choice, dict):
+            return
+        if choice.get("type") == "tool" and choice.get("name") in names:
+            request["tool_choice"] = {
+                "type": "auto",
+                **{k: v for k, v in choice.items() if k == "disable_parallel_tool_use"},
+            }

@@ -1,0 +1,116 @@
+"""Ask a judge model whether each tool call is safe; block the ones it rates risky.
+
+The judge is called through the official `anthropic` SDK, imported on first
+use so a chain without this policy never pays for the import. The judge gets
+the operator's prompt and the call (tool name and input as JSON) and must
+answer with JSON `{"risk": <0..1>, "reason": "..."}`; a call whose risk is at
+or above `threshold` is blocked like block_tool_calls blocks (the shared
+gateway_policies.tool_gate machinery, streaming included).
+
+Fail-secure: a judge that errs, times out or answers in another shape blocks
+the call, and the failure is logged (stdlib `logging`, logger
+`gateway_policies.tool_call_judge`) with the error's type, never the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..base import PolicyContext
+from ..tool_gate import ToolCallGate, canonical_input
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+log = logging.getLogger("gateway_policies.tool_call_judge")
+
+DEFAULT_PROMPT = (
+    "You review tool calls that an AI assistant wants to make on behalf of a user. "
+    "Rate how risky it is to execute the call below: destructive, irreversible, "
+    "exfiltrating data or credentials, or clearly outside a normal user's intent. "
+    'Answer with JSON only: {"risk": <number from 0 (safe) to 1 (dangerous)>, '
+    '"reason": "<one short sentence>"}.'
+)
+
+
+class ToolCallJudgeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "claude-haiku-4-5"
+    prompt: str = Field(default=DEFAULT_PROMPT, min_length=1)
+    threshold: float = Field(default=0.5, ge=0, le=1)
+    base_url: str | None = None
+    api_key_env: str = "ANTHROPIC_API_KEY"
+    timeout: float = Field(default=10.0, gt=0)
+    max_tokens: int = Field(default=256, ge=16)
+
+
+class JudgeError(Exception):
+    """The judge answered, but not in the agreed shape."""
+
+
+class ToolCallJudge(ToolCallGate):
+    name = "tool_call_judge"
+    Options = ToolCallJudgeOptions
+    options: ToolCallJudgeOptions
+
+    _client: AsyncAnthropic | None = None
+    _client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _judge_client(self) -> AsyncAnthropic:
+        # An SDK client's connection pool belongs to the event loop it first ran
+        # on; one gateway process has one loop, but a test harness may not.
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            from anthropic import AsyncAnthropic
+
+            self._client = AsyncAnthropic(
+                api_key=os.environ.get(self.options.api_key_env),
+                base_url=self.options.base_url,
+                timeout=self.options.timeout,
+                max_retries=0,
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def _risk(self, tool: str, tool_input: Any) -> tuple[float, str]:
+        call = json.dumps({"tool": tool, "input": tool_input}, ensure_ascii=False)
+        reply = await self._judge_client().messages.create(
+            model=self.options.model,
+            max_tokens=self.options.max_tokens,
+            system=self.options.prompt,
+            messages=[{"role": "user", "content": f"Tool call:\n{call}"}],
+        )
+        text = "".join(block.text for block in reply.content if block.type == "text")
+        try:
+            verdict = json.loads(text[text.find("{") : text.rfind("}") + 1])
+            return float(verdict["risk"]), str(verdict.get("reason", "")).strip()
+        except (ValueError, KeyError, TypeError) as exc:
+            raise JudgeError("the judge's answer is not the agreed JSON") from exc
+
+    async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> str | None:
+        try:
+            risk, reason = await asyncio.wait_for(
+                self._risk(tool, tool_input), timeout=self.options.timeout
+            )
+        except Exception as exc:
+            log.warning(
+                "tool call judge failed; blocking the call (fail-secure)",
+                extra={
+                    "call_id": ctx.call_id,
+                    "tool": tool,
+                    "error_type": type(exc).__name__,
+                    "input_chars": len(canonical_input(tool_input)),
+                },
+            )
+            return "the safety judge could not assess it, so it was blocked (fail-secure)"
+        if risk < self.options.threshold:
+            return None
+        rated = f"the safety judge rated its risk {risk:g} (threshold {self.options.threshold:g})"
+        return f"{rated}: {reason}" if reason else rated

@@ -1,0 +1,212 @@
+"""Test helpers for policy authors: run a policy as the gateway would, without a gateway.
+
+Each `run_*` helper puts the policies in a real PolicyChain (so exceptions are
+wrapped exactly as in production) and runs it on a fresh event loop, which
+makes plain synchronous pytest tests possible:
+
+    from gateway_policies.testing import run_request, run_stream, stream, text_block
+
+    def test_tags() -> None:
+        out = run_request(MyPolicy({"tag": "x"}), {"model": "m", "messages": [...]})
+        ...
+
+The builders (`stream`, `text_block`, `tool_use_block`, ...) make Messages
+SSE events as the API sends them, and `assemble` rebuilds the final message
+from events while checking what the SDK's accumulator relies on: one block
+open at a time and contiguous indices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
+
+from .base import JSONObject, Policy, PolicyContext, StreamEvent
+from .chain import PolicyChain
+
+MODEL = "claude-sonnet-4-6"
+
+Policies = Policy | Sequence[Policy]
+
+
+def context(*, stream: bool = False, endpoint: str = "messages") -> PolicyContext:
+    return PolicyContext(endpoint=endpoint, stream=stream, call_id="test-call")
+
+
+def _chain(policies: Policies) -> PolicyChain:
+    return PolicyChain([policies] if isinstance(policies, Policy) else policies)
+
+
+def run_request(
+    policies: Policies, request: JSONObject, *, endpoint: str = "messages"
+) -> JSONObject:
+    """The request as the chain sends it upstream; `request` itself is left untouched."""
+    changed = copy.deepcopy(request)
+    ctx = context(stream=request.get("stream") is True, endpoint=endpoint)
+    asyncio.run(_chain(policies).apply_request(changed, ctx))
+    return changed
+
+
+def run_response(policies: Policies, response: JSONObject) -> JSONObject:
+    """The non-streaming response as the client receives it; `response` is left untouched."""
+    changed = copy.deepcopy(response)
+    asyncio.run(_chain(policies).apply_response(changed, context()))
+    return changed
+
+
+def run_stream(policies: Policies, events: Iterable[StreamEvent]) -> list[StreamEvent]:
+    """The events the client receives for `events` from upstream, end of stream included."""
+    chain = _chain(policies)
+    ctx = context(stream=True)
+
+    async def run() -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for event in events:
+            out.extend(await chain.apply_stream_event(event, ctx))
+        out.extend(await chain.apply_stream_end(ctx))
+        return out
+
+    return asyncio.run(run())
+
+
+def event(payload: JSONObject) -> StreamEvent:
+    """An SSE event named, as the API names them, after its payload's type."""
+    return StreamEvent.from_json(str(payload["type"]), payload)
+
+
+def message_start(model: str = MODEL) -> StreamEvent:
+    return event(
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_test",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": 1},
+            },
+        }
+    )
+
+
+def ping() -> StreamEvent:
+    return event({"type": "ping"})
+
+
+def _block(index: int, block: JSONObject, deltas: Iterable[JSONObject]) -> list[StreamEvent]:
+    return [
+        event({"type": "content_block_start", "index": index, "content_block": block}),
+        *(event({"type": "content_block_delta", "index": index, "delta": d}) for d in deltas),
+        event({"type": "content_block_stop", "index": index}),
+    ]
+
+
+def text_block(index: int, *parts: str) -> list[StreamEvent]:
+    return _block(
+        index, {"type": "text", "text": ""}, ({"type": "text_delta", "text": p} for p in parts)
+    )
+
+
+def tool_use_block(
+    index: int, name: str, tool_input: JSONObject, *, chunks: int = 3
+) -> list[StreamEvent]:
+    """A tool_use block whose input JSON arrives split into `chunks` partial deltas."""
+    raw = json.dumps(tool_input)
+    size = max(1, -(-len(raw) // chunks))
+    return _block(
+        index,
+        {"type": "tool_use", "id": f"toolu_{index:02d}_{name}", "name": name, "input": {}},
+        (
+            {"type": "input_json_delta", "partial_json": raw[i : i + size]}
+            for i in range(0, len(raw), size)
+        ),
+    )
+
+
+def message_delta(stop_reason: str = "end_turn") -> StreamEvent:
+    return event(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        }
+    )
+
+
+def message_stop() -> StreamEvent:
+    return event({"type": "message_stop"})
+
+
+def stream(
+    *blocks: list[StreamEvent], stop_reason: str = "end_turn", model: str = MODEL
+) -> list[StreamEvent]:
+    """A whole stream: message_start, a ping, the blocks, message_delta, message_stop."""
+    return [
+        message_start(model),
+        ping(),
+        *(e for block in blocks for e in block),
+        message_delta(stop_reason),
+        message_stop(),
+    ]
+
+
+def _fail(problem: str) -> NoReturn:
+    # Raised explicitly, not with `assert`: python -O must not turn the check off.
+    raise AssertionError(problem)
+
+
+def assemble(events: Iterable[StreamEvent]) -> JSONObject:
+    """The final message that `events` describe; AssertionError where a client would choke."""
+    message: JSONObject | None = None
+    block: JSONObject | None = None
+    partial_json: list[str] = []
+    for item in events:
+        payload: Any = item.json
+        kind = item.event
+        if kind == "message_start":
+            message = copy.deepcopy(payload["message"])
+            continue
+        if kind not in ("content_block_start", "content_block_delta", "content_block_stop"):
+            if kind == "message_delta" and message is not None:
+                message.update(payload["delta"])
+            continue
+        if message is None:
+            _fail(f"{kind} before message_start")
+        content: list[JSONObject] = message["content"]
+        index = payload["index"]
+        if kind == "content_block_start":
+            if block is not None:
+                _fail(f"block {index} starts while another is open")
+            if index != len(content):
+                _fail(f"block index {index}, expected {len(content)}")
+            block, partial_json = copy.deepcopy(payload["content_block"]), []
+            continue
+        if block is None or index != len(content):
+            _fail(f"{kind} for block {index}, which is not open")
+        if kind == "content_block_delta":
+            delta = payload["delta"]
+            if delta["type"] == "text_delta":
+                block["text"] += delta["text"]
+            elif delta["type"] == "input_json_delta":
+                partial_json.append(delta["partial_json"])
+            continue
+        if block["type"] == "tool_use" and partial_json:
+            block["input"] = json.loads("".join(partial_json))
+        content.append(block)
+        block = None
+    if message is None:
+        _fail("no message_start")
+    if block is not None:
+        _fail("the stream ended inside a block")
+    return message
+
+
+def as_pairs(events: Iterable[StreamEvent]) -> list[tuple[str, JSONObject]]:
+    """(name, payload) pairs, the shape a scripted fake upstream replays."""
+    return [(item.event, item.json) for item in events]

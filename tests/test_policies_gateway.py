@@ -1,0 +1,314 @@
+"""Every built-in policy through the running gateway, with the official SDK as the client.
+
+SDK → gateway (uvicorn, in-thread) → fake upstream; the judge policy talks to
+a second fake served over real HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+from anthropic.types import Message
+from gateway_policies import StreamEvent
+from gateway_policies.testing import (
+    as_pairs,
+    assemble,
+    stream,
+    text_block,
+    tool_use_block,
+)
+from policy_gateway.sse import SSEDecoder
+
+from .conftest import GatewayFactory, GatewayStdout, sdk
+from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
+from .support.servers import ThreadedServer
+
+SECRET = "sk-ant-api03-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"
+TOOLS: list[Any] = [
+    {"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("bash", "read")
+]
+BASH_RM = {"tool": "^bash$", "input": "rm -rf"}
+
+
+def chain(*policies: tuple[str, dict[str, Any]]) -> str:
+    return json.dumps({"policies": [{"policy": p, "options": o} for p, o in policies]})
+
+
+def ask(client: anthropic.Anthropic, streaming: bool, **params: Any) -> Message:
+    params = {
+        "model": MODEL,
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "hello"}],
+        **params,
+    }
+    if streaming:
+        with client.messages.stream(**params) as events:
+            return events.get_final_message()
+    reply: Message = client.messages.create(**params)
+    return reply
+
+
+def tool_reply(streaming: bool, *calls: tuple[str, dict[str, Any]], text: str = "") -> Reply:
+    """An upstream answer with an optional text block, then one tool_use block per call."""
+    if streaming:
+        blocks = [text_block(0, text)] if text else []
+        first = len(blocks)
+        blocks += [tool_use_block(first + i, name, args) for i, (name, args) in enumerate(calls)]
+        return Reply(events=as_pairs(stream(*blocks, stop_reason="tool_use")))
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    content += [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": args}
+        for i, (name, args) in enumerate(calls)
+    ]
+    return Reply(body=message("", content=content) | {"stop_reason": "tool_use"})
+
+
+def kinds(reply: Message) -> list[str]:
+    return [block.type for block in reply.content]
+
+
+both = pytest.mark.parametrize("streaming", [False, True], ids=["json", "sse"])
+
+
+# ------------------------------------------------------- request policies
+
+
+@both
+def test_redact_secrets(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
+) -> None:
+    url = make_gateway(policy_config=chain(("redact_secrets", {})))
+    content = [{"type": "text", "text": f"my key is {SECRET}, mail ops@example.com"}]
+    ask(sdk(url), streaming, messages=[{"role": "user", "content": content}], system=SECRET)
+    sent = upstream.requests[0]
+    assert SECRET.encode() not in sent.body
+    assert sent.json["system"] == "[REDACTED:anthropic_api_key]"
+    assert sent.json["messages"][0]["content"][0]["text"] == (
+        "my key is [REDACTED:anthropic_api_key], mail [REDACTED:email]"
+    )
+
+
+@both
+def test_rewrite_model(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
+) -> None:
+    url = make_gateway(policy_config=chain(("rewrite_model", {"map": {MODEL: "claude-cheap"}})))
+    ask(sdk(url), streaming)
+    assert upstream.requests[0].json["model"] == "claude-cheap"
+
+
+@both
+def test_cap_max_tokens(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
+) -> None:
+    url = make_gateway(policy_config=chain(("cap_max_tokens", {"max": 50})))
+    ask(sdk(url), streaming, max_tokens=4000)
+    assert upstream.requests[0].json["max_tokens"] == 50
+
+
+@both
+def test_strip_tools(make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool) -> None:
+    url = make_gateway(policy_config=chain(("strip_tools", {"names": ["bash"]})))
+    ask(sdk(url), streaming, tools=TOOLS, tool_choice={"type": "tool", "name": "bash"})
+    sent = upstream.requests[0].json
+    assert [t["name"] for t in sent["tools"]] == ["read"]
+    assert sent["tool_choice"] == {"type": "auto"}
+
+
+@both
+def test_inject_system_prompt(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
+) -> None:
+    url = make_gateway(policy_config=chain(("inject_system_prompt", {"text": "Be careful."})))
+    ask(sdk(url), streaming, system="You help.")
+    assert upstream.requests[0].json["system"] == "Be careful.\n\nYou help."
+
+
+@both
+def test_string_replace_both_ways(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
+) -> None:
+    options = {"replacements": [["hello", "bonjour"]], "apply_to": "both"}
+    url = make_gateway(policy_config=chain(("string_replace", options)))
+    reply = ask(sdk(url), streaming)
+    assert upstream.requests[0].json["messages"][0]["content"] == "bonjour"
+    assert reply.content[0].type == "text"
+    assert reply.content[0].text.replace(" ", "") == "echo:bonjour"
+
+
+# ------------------------------------------------------- block_tool_calls
+
+
+@both
+def test_block_tool_calls_replaces_the_call_after_a_text_block(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
+) -> None:
+    url = make_gateway(policy_config=chain(("block_tool_calls", {"rules": [BASH_RM]})))
+    upstream.script(tool_reply(streaming, ("bash", {"command": "rm -rf /"}), text="Cleaning."))
+    reply = ask(sdk(url), streaming, tools=TOOLS)
+    assert kinds(reply) == ["text", "text"]
+    assert reply.content[0].text == "Cleaning."  # type: ignore[union-attr]
+    assert "blocked a call to tool 'bash'" in reply.content[1].text  # type: ignore[union-attr]
+    assert reply.stop_reason == "end_turn"
+
+
+@both
+def test_block_tool_calls_two_calls_only_one_blocked(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
+) -> None:
+    url = make_gateway(policy_config=chain(("block_tool_calls", {"rules": [BASH_RM]})))
+    upstream.script(
+        tool_reply(streaming, ("bash", {"command": "rm -rf ~"}), ("read", {"path": "a.txt"}))
+    )
+    reply = ask(sdk(url), streaming, tools=TOOLS)
+    assert kinds(reply) == ["text", "tool_use"]
+    assert reply.content[1].input == {"path": "a.txt"}  # type: ignore[union-attr]
+    assert reply.stop_reason == "tool_use"
+
+
+def raw_stream(url: str, body: dict[str, Any]) -> list[StreamEvent]:
+    decoder = SSEDecoder()
+    events: list[StreamEvent] = []
+    with httpx2.stream("POST", f"{url}/v1/messages", json=body) as response:
+        assert response.status_code == 200
+        for chunk in response.iter_bytes():
+            events.extend(decoder.feed(chunk))
+    return events + decoder.flush()
+
+
+def test_blocked_stream_on_the_wire_has_contiguous_indices_and_end_turn(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(policy_config=chain(("block_tool_calls", {"rules": [BASH_RM]})))
+    upstream.script(
+        tool_reply(
+            True,
+            ("bash", {"command": "rm -rf /"}),
+            ("read", {"path": "x"}),
+            ("bash", {"command": "rm -rf ~"}),
+            text="Sure.",
+        )
+    )
+    messages = [{"role": "user", "content": "hi"}]
+    body = {"model": MODEL, "max_tokens": 9, "stream": True, "messages": messages}
+    events = raw_stream(url, body)
+    starts = [e.json for e in events if e.event == "content_block_start"]
+    assert [(s["index"], s["content_block"]["type"]) for s in starts] == [
+        (0, "text"),
+        (1, "text"),
+        (2, "tool_use"),
+        (3, "text"),
+    ]
+    final = assemble(events)
+    assert final["content"][2]["input"] == {"path": "x"}
+    assert final["stop_reason"] == "tool_use"
+    assert [e.event for e in events][-2:] == ["message_delta", "message_stop"]
+
+
+# ---------------------------------------------------------- tool_call_judge
+
+
+@pytest.fixture
+def judge() -> Iterator[tuple[FakeUpstream, str]]:
+    fake = FakeUpstream()
+    server = ThreadedServer(fake).start()
+    yield fake, server.url
+    server.stop()
+
+
+def verdict(risk: float, reason: str = "") -> Reply:
+    return Reply(body=message(json.dumps({"risk": risk, "reason": reason})))
+
+
+def judge_chain(judge_url: str, **options: Any) -> str:
+    return chain(
+        (
+            "tool_call_judge",
+            {"base_url": judge_url, "api_key_env": "TEST_JUDGE_KEY", "model": "judge-1", **options},
+        )
+    )
+
+
+@both
+def test_judge_blocks_risky_and_allows_safe_calls(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    judge: tuple[FakeUpstream, str],
+    monkeypatch: pytest.MonkeyPatch,
+    streaming: bool,
+) -> None:
+    monkeypatch.setenv("TEST_JUDGE_KEY", "sk-ant-judge")
+    fake_judge, judge_url = judge
+    url = make_gateway(policy_config=judge_chain(judge_url, threshold=0.7))
+    upstream.script(
+        tool_reply(streaming, ("bash", {"command": "shred disk"}), ("read", {"path": "a"}))
+    )
+    fake_judge.script(verdict(0.95, "destroys data"), verdict(0.1))
+    reply = ask(sdk(url), streaming, tools=TOOLS)
+    assert kinds(reply) == ["text", "tool_use"]
+    text = reply.content[0].text  # type: ignore[union-attr]
+    assert "rated its risk 0.95 (threshold 0.7): destroys data" in text
+    asked = [r.json for r in fake_judge.requests]
+    assert [r["model"] for r in asked] == ["judge-1", "judge-1"]
+    assert {json.loads(r["messages"][0]["content"].split("\n", 1)[1])["tool"] for r in asked} == {
+        "bash",
+        "read",
+    }
+    # This SDK version sends its api_key as a bearer token.
+    assert fake_judge.requests[0].headers["authorization"] == "Bearer sk-ant-judge"
+
+
+@both
+@pytest.mark.parametrize("failure", ["500", "timeout", "nonsense"])
+def test_judge_failure_blocks_and_is_logged(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    judge: tuple[FakeUpstream, str],
+    monkeypatch: pytest.MonkeyPatch,
+    gateway_stdout: GatewayStdout,
+    streaming: bool,
+    failure: str,
+) -> None:
+    monkeypatch.setenv("TEST_JUDGE_KEY", "sk-ant-judge")
+    fake_judge, judge_url = judge
+    url = make_gateway(policy_config=judge_chain(judge_url, timeout=0.3))
+    upstream.script(tool_reply(streaming, ("read", {"path": "a"})))
+    fake_judge.script(
+        {
+            "500": Reply.error(500, "api_error"),
+            "timeout": Reply(body=message('{"risk": 0}'), delay=1.0),
+            "nonsense": Reply(body=message("looks fine to me")),
+        }[failure]
+    )
+    reply = ask(sdk(url), streaming, tools=TOOLS)
+    assert kinds(reply) == ["text"]
+    assert "fail-secure" in reply.content[0].text  # type: ignore[union-attr]
+    assert reply.stop_reason == "end_turn"
+    judge_log = "tool call judge failed; blocking the call (fail-secure)"
+    out = gateway_stdout.until(lambda text: "call finished" in text)
+    [line] = [line for line in gateway_stdout.lines() if line.get("message") == judge_log]
+    assert line["level"] == "WARNING"
+    assert line["name"] == "gateway_policies.tool_call_judge"
+    assert line["tool"] == "read"
+    assert line["call_id"]
+    assert '"path"' not in out
+
+
+def test_unknown_events_pass_a_blocked_stream_and_the_sdk_parses_it(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(policy_config=chain(("block_tool_calls", {"rules": [{"tool": "bash"}]})))
+    events = as_pairs(stream(tool_use_block(0, "bash", {"command": "ls"}), stop_reason="tool_use"))
+    events.insert(3, ("future_event", {"type": "future_event", "detail": 1}))
+    upstream.script(Reply(events=events), Reply(events=events))
+    messages = [{"role": "user", "content": "hi"}]
+    raw = raw_stream(url, {"model": MODEL, "max_tokens": 9, "stream": True, "messages": messages})
+    assert [e.event for e in raw].count("future_event") == 1
+    final = ask(sdk(url), True, tools=TOOLS)
+    assert kinds(final) == ["text"]
+    assert final.stop_reason == "end_turn"

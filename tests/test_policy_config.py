@@ -1,0 +1,179 @@
+"""Live policy config from SSM (moto), fallback attribution in the log, redaction vs fallback."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import pytest
+from policy_gateway import settings
+
+from .conftest import GatewayFactory, GatewayStdout, sdk
+from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .test_policies_gateway import ask, both, chain
+
+PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
+TTL = 0.5
+SECRET = "AKIAIOSFODNN7EXAMPLE"
+
+
+@pytest.fixture
+def put_config(ssm: Any) -> Callable[[str], None]:
+    def put(value: str) -> None:
+        ssm.put_parameter(Name=PARAMETER, Value=value, Type="String", Overwrite=True)
+
+    return put
+
+
+def rewrite_to(model: str) -> str:
+    return chain(("rewrite_model", {"map": {MODEL: model}}))
+
+
+def sent_model(upstream: FakeUpstream) -> str:
+    return str(upstream.requests[-1].json["model"])
+
+
+def config_errors(stdout: GatewayStdout) -> int:
+    """PolicyConfigErrors counted in EMF, once the gateway has flushed them."""
+
+    def count() -> int:
+        return sum(
+            len(line.get(settings.METRIC_POLICY_CONFIG_ERRORS, []))
+            for line in stdout.lines()
+            if "_aws" in line
+        )
+
+    stdout.until(lambda _: count() >= 1)
+    return count()
+
+
+def live_gateway(make_gateway: GatewayFactory) -> str:
+    return make_gateway(policy_config_parameter=PARAMETER, policy_config_ttl=TTL)
+
+
+def test_a_changed_parameter_applies_within_the_ttl(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, put_config: Callable[[str], None]
+) -> None:
+    put_config(rewrite_to("claude-a"))
+    client = sdk(live_gateway(make_gateway))
+    ask(client, False)
+    assert sent_model(upstream) == "claude-a"
+    put_config(rewrite_to("claude-b"))
+    time.sleep(TTL + 0.1)
+    ask(client, True)
+    assert sent_model(upstream) == "claude-b"
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "{not json",
+        json.dumps({"policies": [{"policy": "no_such_policy"}]}),
+        chain(("cap_max_tokens", {"max": -1})),
+    ],
+    ids=["json", "unknown-policy", "bad-options"],
+)
+def test_a_broken_config_keeps_the_last_good_chain_and_is_counted(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    put_config: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+    broken: str,
+) -> None:
+    put_config(rewrite_to("claude-good"))
+    client = sdk(live_gateway(make_gateway))
+    ask(client, False)
+    put_config(broken)
+    time.sleep(TTL + 0.1)
+    ask(client, False)
+    ask(client, True)
+    assert [r.json["model"] for r in upstream.requests] == ["claude-good"] * 3
+    assert config_errors(gateway_stdout) >= 1
+    assert any(
+        line.get("message") == "policy config unusable; keeping the last good chain"
+        for line in gateway_stdout.lines()
+    )
+    put_config(rewrite_to("claude-fixed"))
+    time.sleep(TTL + 0.1)
+    ask(client, False)
+    assert sent_model(upstream) == "claude-fixed"
+
+
+@both
+@pytest.mark.parametrize("config", ["{not json", None], ids=["broken", "missing"])
+def test_without_any_good_chain_requests_fail_closed(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    put_config: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+    streaming: bool,
+    config: str | None,
+) -> None:
+    if config is not None:
+        put_config(config)
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        ask(sdk(live_gateway(make_gateway)), streaming)
+    assert caught.value.status_code == 500
+    body: Any = caught.value.body
+    assert body["type"] == "error"
+    assert body["error"]["type"] == "api_error"
+    assert "no valid policy configuration" in body["error"]["message"]
+    assert upstream.requests == []
+    assert config_errors(gateway_stdout) >= 1
+
+
+# ------------------------------------------------------------- the fallback
+
+
+def test_fallback_log_names_the_policies_and_paths_never_the_text(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+) -> None:
+    set_flag("true")
+    config = chain(
+        ("rewrite_model", {"map": {MODEL: "claude-renamed"}}),
+        ("string_replace", {"replacements": [["project-nightjar", "[codename]"]]}),
+        ("cap_max_tokens", {"max": 1000}),
+    )
+    url = make_gateway(policy_config=config)
+    upstream.script(Reply.error(404, "not_found_error", "model: claude-renamed"))
+    text = "tell me about project-nightjar"
+    ask(sdk(url), False, messages=[{"role": "user", "content": [{"type": "text", "text": text}]}])
+    assert len(upstream.requests) == 2
+    out = gateway_stdout.until(lambda text: "call finished" in text)
+    [warning] = [line for line in gateway_stdout.lines() if line.get("level") == "WARNING"]
+    assert warning["message"].startswith("passthrough fallback")
+    assert warning["changed_by_policy"] == {
+        "rewrite_model": ["$.model"],
+        "string_replace": ["$.messages[0].content[0].text"],
+    }
+    assert warning["changed_paths"] == ["$.messages[0].content[0].text", "$.model"]
+    for content in ("project-nightjar", "[codename]", "tell me about"):
+        assert content not in out
+
+
+@both
+def test_redaction_never_leaks_through_the_fallback(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+    streaming: bool,
+) -> None:
+    set_flag("true")
+    config = chain(("redact_secrets", {}), ("rewrite_model", {"map": {MODEL: "claude-x"}}))
+    url = make_gateway(policy_config=config)
+    upstream.script(Reply.error(400, "invalid_request_error", "rejected"))
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        ask(sdk(url), streaming, messages=[{"role": "user", "content": f"key {SECRET}"}])
+    assert caught.value.status_code == 400
+    assert caught.value.body["error"]["message"] == "rejected"  # type: ignore[index]
+    assert len(upstream.requests) == 1
+    assert all(SECRET.encode() not in r.body for r in upstream.requests)
+    assert upstream.requests[0].json["messages"][0]["content"] == "key [REDACTED:aws_access_key_id]"
+    assert SECRET not in gateway_stdout.until(lambda text: "call finished" in text)
