@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gateway_policies import JSONObject, Policy, PolicyContext
+from gateway_policies import JSONObject, Policy, PolicyContext, PolicyViolation, StreamEvent
+from pydantic import BaseModel
 
 
 class MutateNested(Policy):
@@ -22,3 +23,24 @@ class GuardedRewrite(Policy):
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         request["model"] = "claude-guarded"
+
+
+class BlockStreamAt(Policy):
+    """Refuses a stream when the event named in its options arrives."""
+
+    class Options(BaseModel):
+        event: str
+
+    options: Options
+
+    async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
+        if event.event == self.options.event:
+            raise PolicyViolation(f"blocked at {event.event}")
+        return [event]
+
+
+class FlipStream(Policy):
+    """A buggy policy that changes the request's `stream` flag."""
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        request["stream"] = not request.get("stream", False)

@@ -177,7 +177,12 @@ class FakeUpstream:
         )
         reply = self._next(recorded)
         if reply.delay:
-            await asyncio.sleep(reply.delay)
+            # A client (the gateway) that gives up while we "think" is recorded.
+            with anyio.move_on_after(reply.delay):
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                self.disconnects.append(time.monotonic())
+                return
         out_headers = [(k.encode(), v.encode()) for k, v in reply.headers.items()]
         if reply.events is None:
             body = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()

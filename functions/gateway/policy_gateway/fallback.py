@@ -52,12 +52,16 @@ async def should_fall_back(
     error: UpstreamStatusError, attempted: Attempted, chain: PolicyChain, flag: FallbackFlag
 ) -> bool:
     """The five conditions, cheapest first: the flag (maybe an SSM read) only when the rest hold."""
-    return (
-        error.status in FALLBACK_STATUSES
-        and chain.bypassable
-        and attempted.differs()
-        and await flag.enabled()
-    )
+    if error.status not in FALLBACK_STATUSES or not attempted.differs():
+        return False
+    if not chain.bypassable:
+        if await flag.enabled():
+            logger.info(
+                "passthrough fallback not taken: the chain has non-bypassable policies",
+                extra={"fallback_status": error.status, "non_bypassable": chain.blockers},
+            )
+        return False
+    return await flag.enabled()
 
 
 async def record(

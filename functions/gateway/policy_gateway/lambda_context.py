@@ -8,7 +8,6 @@ Function URL's requestContext. Locally neither exists and every field is None.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,13 +16,7 @@ from typing import Any
 class InvocationContext:
     request_id: str | None = None
     deadline_epoch: float | None = None
-    function_arn: str | None = None
     url_request_id: str | None = None
-
-    def seconds_left(self) -> float | None:
-        if self.deadline_epoch is None:
-            return None
-        return self.deadline_epoch - time.time()
 
 
 def _json_header(value: str | None) -> dict[str, Any]:
@@ -43,6 +36,5 @@ def from_headers(lambda_context: str | None, request_context: str | None) -> Inv
     return InvocationContext(
         request_id=str(lam["request_id"]) if lam.get("request_id") else None,
         deadline_epoch=deadline / 1000 if isinstance(deadline, int | float) else None,
-        function_arn=str(lam["invoked_function_arn"]) if lam.get("invoked_function_arn") else None,
         url_request_id=str(req["requestId"]) if req.get("requestId") else None,
     )

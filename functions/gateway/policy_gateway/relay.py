@@ -159,6 +159,10 @@ class Relay:
     def __init__(
         self, config: settings.Settings, transport: httpx2.AsyncBaseTransport | None = None
     ):
+        if httpx2.URL(config.upstream_base_url).scheme not in ("http", "https"):
+            # Fail the start, not every call: a base URL without a scheme is a
+            # configuration error the readiness check should surface.
+            raise ValueError(f"{settings.ENV_UPSTREAM_BASE_URL} must be an http(s) URL")
         self._base_url = config.upstream_base_url.rstrip("/")
         self._max_retries = max(0, config.upstream_max_retries)
         self._client = httpx2.AsyncClient(

@@ -109,14 +109,25 @@ class Policy:
         try:
             self.options = self.Options.model_validate(raw)
         except ValidationError as exc:
-            raise PolicyConfigError(f"{self.label}: invalid options: {exc}") from exc
+            # Locations and reasons only: an option's value may itself be a
+            # secret (a string to redact), and config errors are logged.
+            problems = "; ".join(
+                f"{'.'.join(map(str, error['loc'])) or 'options'}: {error['msg']}"
+                for error in exc.errors(include_input=False, include_url=False)
+            )
+            raise PolicyConfigError(f"{self.label}: invalid options: {problems}") from None
 
     @property
     def label(self) -> str:
         return self.name or type(self).__name__
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
-        """Change the request in place, or raise PolicyViolation."""
+        """Change the request in place, or raise PolicyViolation.
+
+        Keep it deterministic and free of side effects: when a fallback fires,
+        the gateway runs the request hooks again on a fresh copy of the
+        original to attribute each changed JSON path to its policy.
+        """
 
     async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
         """Change a non-streaming response in place, or raise PolicyViolation."""

@@ -40,6 +40,12 @@ def _resolve(reference: str) -> type[Policy]:
         found = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as exc:
         raise PolicyConfigError(f"cannot import policy {reference!r}: {exc}") from exc
+    except Exception as exc:
+        # A custom module that fails while importing is a config error too: it
+        # must leave the last good chain serving, not take the gateway down.
+        raise PolicyConfigError(
+            f"importing policy {reference!r} raised {type(exc).__name__}"
+        ) from exc
     if not (isinstance(found, type) and issubclass(found, Policy)):
         raise PolicyConfigError(f"{reference!r} is not a Policy subclass")
     return found

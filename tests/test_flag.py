@@ -1,0 +1,103 @@
+"""The flag's cache: off the event loop, fail-closed, one warning per TTL, no stale reads."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+from policy_gateway.flag import FallbackFlag, parse_flag
+
+
+@pytest.mark.parametrize(
+    ("raw", "parsed"),
+    [("true", True), ("TRUE", True), (" True\n", True), ("false", False), ("False", False)],
+)
+def test_parse_accepts_true_and_false_in_any_case(raw: str, parsed: bool) -> None:
+    assert parse_flag(raw) is parsed
+
+
+@pytest.mark.parametrize("raw", ["yes", "1", "on", "", "tru", "enabled"])
+def test_parse_rejects_everything_else(raw: str) -> None:
+    assert parse_flag(raw) is None
+
+
+class Reader:
+    """Stands in for the SSM read; records which thread it ran on and how often."""
+
+    def __init__(self, *values: str | Exception) -> None:
+        self.values = list(values)
+        self.threads: list[threading.Thread] = []
+
+    def __call__(self, name: str) -> str:
+        self.threads.append(threading.current_thread())
+        value = self.values.pop(0) if len(self.values) > 1 else self.values[0]
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+
+def test_reads_run_off_the_event_loop_thread() -> None:
+    reader = Reader("true")
+    flag = FallbackFlag("/p", ttl=10, reader=reader)
+
+    async def check() -> tuple[bool, threading.Thread]:
+        return await flag.enabled(), threading.current_thread()
+
+    enabled, loop_thread = asyncio.run(check())
+    assert enabled is True
+    assert reader.threads
+    assert all(thread is not loop_thread for thread in reader.threads)
+
+
+def test_value_is_cached_for_the_ttl_and_a_change_is_seen_right_after() -> None:
+    reader = Reader("false", "true")
+    flag = FallbackFlag("/p", ttl=0.3, reader=reader)
+
+    async def run() -> list[bool]:
+        seen = [await flag.enabled() for _ in range(5)]
+        await asyncio.sleep(0.35)
+        seen.append(await flag.enabled())
+        return seen
+
+    assert asyncio.run(run()) == [False] * 5 + [True]
+    assert len(reader.threads) == 2
+
+
+def test_errors_mean_off_with_one_warning_and_one_read_per_ttl(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reader = Reader(RuntimeError("SSM is down"))
+    flag = FallbackFlag("/p", ttl=0.3, reader=reader)
+
+    async def run() -> list[bool]:
+        seen = [await flag.enabled() for _ in range(10)]
+        await asyncio.sleep(0.35)
+        seen.append(await flag.enabled())
+        return seen
+
+    assert asyncio.run(run()) == [False] * 11
+    assert len(reader.threads) == 2
+    warnings = [r for r in caplog.records if "unreadable" in r.getMessage()]
+    assert len(warnings) == 2
+    assert all(r.levelname == "WARNING" for r in warnings)
+    assert "SSM is down" not in caplog.text
+
+
+def test_concurrent_calls_after_expiry_share_one_read() -> None:
+    calls: list[float] = []
+
+    def slow_reader(name: str) -> str:
+        calls.append(time.monotonic())
+        time.sleep(0.1)
+        return "true"
+
+    flag = FallbackFlag("/p", ttl=10, reader=slow_reader)
+
+    async def run() -> list[Any]:
+        return list(await asyncio.gather(*(flag.enabled() for _ in range(20))))
+
+    assert asyncio.run(run()) == [True] * 20
+    assert len(calls) == 1
