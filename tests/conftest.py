@@ -6,7 +6,6 @@ pointed at a local moto server and every gateway at the fake upstream.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -25,7 +24,7 @@ from policy_gateway.app import create_app
 from policy_gateway.logs import logger
 
 from .support.fake_upstream import FakeUpstream
-from .support.servers import ThreadedServer, free_port
+from .support.servers import ThreadedServer, free_port, json_lines
 
 AWS_TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -147,15 +146,7 @@ class GatewayStdout:
 
     def lines(self) -> list[dict[str, Any]]:
         """Every line that is a JSON object."""
-        parsed = []
-        for line in self.text.splitlines():
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                parsed.append(value)
-        return parsed
+        return json_lines(self.text)
 
     def until(self, done: Callable[[str], bool], timeout: float = 3.0) -> str:
         """The output once `done` holds (or the timeout passes)."""

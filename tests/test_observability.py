@@ -19,22 +19,14 @@ from policy_gateway import settings
 
 from .conftest import sdk
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
-from .support.servers import ROOT, gateway_process
+from .support.servers import ROOT, gateway_process, json_lines
 from .test_fallback import REPLACE, ask
 
 TRACE_ROOT = "1-67a1b2c3-0123456789abcdef01234567"
 
 
 def printed_json(path: Path) -> list[dict[str, Any]]:
-    lines = []
-    for line in path.read_text().splitlines():
-        try:
-            loaded = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(loaded, dict):
-            lines.append(loaded)
-    return lines
+    return json_lines(path.read_text())
 
 
 def base_env(upstream_url: str) -> dict[str, str]:

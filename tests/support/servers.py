@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -65,6 +66,19 @@ def serving(app: Any) -> Iterator[ThreadedServer]:
         yield server
     finally:
         server.stop()
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """The lines of a process's output that are JSON objects (logs and EMF metrics)."""
+    parsed = []
+    for line in text.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            parsed.append(value)
+    return parsed
 
 
 def wait_ready(
