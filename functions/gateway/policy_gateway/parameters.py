@@ -15,23 +15,44 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from functools import cache
+from typing import Any, Generic, TypeVar
 
 import anyio.to_thread
 
 T = TypeVar("T")
 
 
-def read_ssm_parameter(name: str) -> str:
-    from aws_lambda_powertools.utilities import parameters
+def _aws_config() -> Any:
+    from botocore.config import Config
 
-    return str(parameters.get_parameter(name, force_fetch=True))
+    # boto's defaults (60 s reads, retries) would let an AWS endpoint that
+    # stalls, rather than refuses, hold every call that finds the cache expired.
+    return Config(
+        connect_timeout=2, read_timeout=3, retries={"max_attempts": 2, "mode": "standard"}
+    )
+
+
+@cache
+def _ssm() -> Any:
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+
+    return SSMProvider(boto_config=_aws_config())
+
+
+@cache
+def _secrets() -> Any:
+    from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+    return SecretsProvider(boto_config=_aws_config())
+
+
+def read_ssm_parameter(name: str) -> str:
+    return str(_ssm().get(name, force_fetch=True))
 
 
 def read_secret(name: str) -> str:
-    from aws_lambda_powertools.utilities import parameters
-
-    return str(parameters.get_secret(name, force_fetch=True))
+    return str(_secrets().get(name, force_fetch=True))
 
 
 class TTLCache(Generic[T]):
