@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import socket
 import sys
@@ -59,6 +60,8 @@ def _start_embedded_ssm(port: int) -> str:
         raise SystemExit(
             "--embedded-ssm needs the dev dependencies: pip install -e '.[dev]'"
         ) from None
+    # moto's web server logs every request; the gateway's own lines are what matter here.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
