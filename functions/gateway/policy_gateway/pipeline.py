@@ -124,9 +124,9 @@ class MessagesEndpoint:
         credentials = await self._gateway.auth.authorize(scope["headers"])
         _check_content_type(dict(scope["headers"]).get(b"content-type"))
         original = await _read_body(scope, receive)
-        with anyio.CancelScope() as scope_of_call:
+        with anyio.CancelScope() as until_disconnect:
             watcher = asyncio.get_running_loop().create_task(
-                _watch_disconnect(receive, call, scope_of_call)
+                _watch_disconnect(receive, call, until_disconnect)
             )
             try:
                 await self._proxy(scope, send, call, invocation, traced, credentials, original)
