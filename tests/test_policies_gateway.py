@@ -264,7 +264,7 @@ def test_judge_blocks_risky_and_allows_safe_calls(
 
 
 @both
-@pytest.mark.parametrize("failure", ["500", "timeout", "nonsense"])
+@pytest.mark.parametrize("failure", ["500", "timeout", "nonsense", "negative", "string"])
 def test_judge_failure_blocks_and_is_logged(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
@@ -283,6 +283,8 @@ def test_judge_failure_blocks_and_is_logged(
             "500": Reply.error(500, "api_error"),
             "timeout": Reply(body=message('{"risk": 0}'), delay=1.0),
             "nonsense": Reply(body=message("looks fine to me")),
+            "negative": Reply(body=message('{"risk": -1, "reason": "trust me"}')),
+            "string": Reply(body=message('{"risk": "0.1"}')),
         }[failure]
     )
     reply = ask(sdk(url), streaming, tools=TOOLS)

@@ -1,7 +1,8 @@
 """Where the text of a Messages request lives, for policies that rewrite text.
 
 Text sits in the system prompt (a string or text blocks), in message content
-(a string or blocks), and inside tool_result blocks (a string or blocks).
+(a string or blocks), inside tool_result and search_result blocks, and in
+plain-text documents (a `text` source's data, a `content` source's blocks).
 `thinking` and `redacted_thinking` blocks are never yielded: the API checks
 their signatures, so changing a byte of them breaks every later turn.
 """
@@ -27,8 +28,23 @@ def _content_slots(holder: Any, key: Any) -> Iterator[tuple[Any, Any]]:
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             yield block, "text"
-        elif kind == "tool_result" and "content" in block:
+        elif kind in ("tool_result", "search_result") and "content" in block:
             yield from _content_slots(block, "content")
+        elif kind == "document":
+            yield from _document_slots(block)
+
+
+def _document_slots(block: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
+    """A plain-text document's text, its content blocks, and its `context` note."""
+    if isinstance(block.get("context"), str):
+        yield block, "context"
+    source = block.get("source")
+    if not isinstance(source, dict):
+        return
+    if source.get("type") == "text" and isinstance(source.get("data"), str):
+        yield source, "data"
+    elif source.get("type") == "content" and "content" in source:
+        yield from _content_slots(source, "content")
 
 
 def text_slots(request: dict[str, Any], *, system: bool = True) -> Iterator[tuple[Any, Any]]:

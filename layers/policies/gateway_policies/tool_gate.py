@@ -75,27 +75,51 @@ class ToolCallGate(Policy):
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
         state = ctx.state(self)
         held: list[StreamEvent] | None = state.get("held")
+        payload = _payload(event)
+        if payload is None:
+            # Not a JSON object: nothing a tool gate can read, and not part of
+            # a tool_use block; it goes on as it came.
+            return [event]
         kind = event.event
+        block = payload.get("content_block")
         if (
             kind == "content_block_start"
-            and event.json.get("content_block", {}).get("type") == "tool_use"
+            and isinstance(block, dict)
+            and block.get("type") == "tool_use"
         ):
+            owed = self._settle(held, state, "a new block began before it ended")
             state["held"] = [event]
+            state["index"] = payload.get("index")
             state["input"] = []
-            return []
-        if held is not None and event.json.get("index") == held[0].json.get("index"):
+            return owed
+        if held is not None and payload.get("index") == state["index"]:
             if kind == "content_block_delta":
                 held.append(event)
-                delta = event.json.get("delta", {})
-                if delta.get("type") == "input_json_delta":
+                delta = payload.get("delta")
+                if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
                     state["input"].append(str(delta.get("partial_json", "")))
                 return []
             if kind == "content_block_stop":
                 state["held"] = None
                 return await self._release(held, event, "".join(state["input"]), ctx)
         if kind == "message_delta":
-            return [self._fix_stop_reason(event, state)]
+            owed = self._settle(held, state, "the message ended before its block did")
+            return [*owed, self._fix_stop_reason(event, state)]
         return [event]
+
+    def _settle(
+        self, held: list[StreamEvent] | None, state: dict[str, Any], reason: str
+    ) -> list[StreamEvent]:
+        """Close a held tool call that can no longer complete: blocked, never released
+        unchecked, and replaced by a text block so later indices stay contiguous."""
+        if held is None:
+            return []
+        state["held"] = None
+        state["blocked"] = state.get("blocked", 0) + 1
+        start = _payload(held[0]) or {}
+        block = start.get("content_block") or {}
+        text = blocked_text(self.label, str(block.get("name")), reason)
+        return _text_block(start.get("index"), text, None)
 
     async def _release(
         self, held: list[StreamEvent], stop: StreamEvent, raw_input: str, ctx: PolicyContext
@@ -110,27 +134,7 @@ class ToolCallGate(Policy):
             state["kept"] = state.get("kept", 0) + 1
             return [*held, stop]
         state["blocked"] = state.get("blocked", 0) + 1
-        index = held[0].json.get("index")
-        text = blocked_text(self.label, tool, reason)
-        return [
-            StreamEvent.from_json(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            ),
-            StreamEvent.from_json(
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "text_delta", "text": text},
-                },
-            ),
-            stop,
-        ]
+        return _text_block(held[0].json.get("index"), blocked_text(self.label, tool, reason), stop)
 
     @staticmethod
     def _fix_stop_reason(event: StreamEvent, state: dict[str, Any]) -> StreamEvent:
@@ -151,3 +155,36 @@ class ToolCallGate(Policy):
         # never released unchecked.
         ctx.state(self)["held"] = None
         return []
+
+
+def _payload(event: StreamEvent) -> dict[str, Any] | None:
+    try:
+        return event.json if event.data.lstrip().startswith("{") else None
+    except ValueError:
+        return None
+
+
+def _text_block(index: Any, text: str, stop: StreamEvent | None) -> list[StreamEvent]:
+    """A complete text block at `index`: start, one delta, and `stop` (or a new one)."""
+    return [
+        StreamEvent.from_json(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        StreamEvent.from_json(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "text_delta", "text": text},
+            },
+        ),
+        stop
+        or StreamEvent.from_json(
+            "content_block_stop", {"type": "content_block_stop", "index": index}
+        ),
+    ]

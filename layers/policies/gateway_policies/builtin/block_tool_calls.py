@@ -70,10 +70,23 @@ class BlockToolCalls(ToolCallGate):
         ]
 
     async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> str | None:
-        text = canonical_input(tool_input)
+        # The JSON text, then every string value as the tool will see it: in JSON
+        # a tab or newline is the two characters \\t / \\n, so `rm\\s+-rf` would
+        # miss `rm<TAB>-rf` in the JSON text alone.
+        text = "\n".join([canonical_input(tool_input), *_strings(tool_input)])
         for number, (rule, tool_re, input_re) in enumerate(self._rules, start=1):
             if (tool_re is None or tool_re.search(tool)) and (
                 input_re is None or input_re.search(text)
             ):
                 return f"it matches rule {number} ({rule.describe()})"
         return None
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []

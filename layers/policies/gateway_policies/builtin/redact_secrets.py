@@ -43,23 +43,28 @@ Kind = Literal[
 # Each pattern's group "secret" is what gets replaced; text around it (a label,
 # the word Bearer) stays so the model still understands the sentence. Specific
 # kinds come first so "Bearer sk-ant-..." is named for what it is.
+# Prefixed kinds have no leading word boundary: in JSON-encoded tool output a
+# key often follows a literal "\\n" or "\\t", whose letter is a word character.
+# Redacting a little too much is the safe side of this trade.
 PATTERNS: dict[str, re.Pattern[str]] = {
     "private_key": re.compile(
-        r"(?P<secret>-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
-        r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*))",
+        r"(?P<secret>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*))",
         re.DOTALL,
     ),
-    "anthropic_api_key": re.compile(r"(?P<secret>\bsk-ant-[A-Za-z0-9_\-]{8,})"),
-    "aws_access_key_id": re.compile(r"(?P<secret>\b(?:AKIA|ASIA)[A-Z0-9]{16}\b)"),
+    "anthropic_api_key": re.compile(r"(?P<secret>sk-ant-[A-Za-z0-9_\-]{8,})"),
+    "aws_access_key_id": re.compile(
+        r"(?P<secret>(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9]))"
+    ),
     "aws_secret_access_key": re.compile(
-        r"(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?\s*[:=]\s*[\"']?"
-        r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+        r"(?i:aws_?secret_?(?:access_?)?key|secret_?(?:access_?)?key)(?:\\?[\"'])?\s*[:=]\s*"
+        r"(?:\\?[\"'])?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
     ),
     "github_token": re.compile(
-        r"(?P<secret>\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,}))"
+        r"(?P<secret>(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,}))"
     ),
     "bearer_token": re.compile(
-        r"\b[Bb]earer\s+(?P<secret>(?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{8,}=*)"
+        r"(?i:\bbearer)\s+(?P<secret>(?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{8,}=*)"
     ),
     "email": re.compile(r"(?P<secret>\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+)"),
 }

@@ -20,7 +20,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..base import PolicyContext
 from ..tool_gate import ToolCallGate, canonical_input
@@ -49,6 +49,15 @@ class ToolCallJudgeOptions(BaseModel):
     api_key_env: str = "ANTHROPIC_API_KEY"
     timeout: float = Field(default=10.0, gt=0)
     max_tokens: int = Field(default=256, ge=16)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _not_the_lambdas_credentials(cls, name: str) -> str:
+        # Whoever writes the policy config also chooses `base_url`, and the key
+        # is sent there: it must never be one of the Lambda's own credentials.
+        if name.upper().startswith(("AWS_", "_X_AMZN", "_HANDLER", "LAMBDA_")):
+            raise ValueError("may not name one of the Lambda's own AWS variables")
+        return name
 
 
 class JudgeError(Exception):
@@ -90,9 +99,15 @@ class ToolCallJudge(ToolCallGate):
         text = "".join(block.text for block in reply.content if block.type == "text")
         try:
             verdict = json.loads(text[text.find("{") : text.rfind("}") + 1])
-            return float(verdict["risk"]), str(verdict.get("reason", "")).strip()
+            risk = verdict["risk"]
+            reason = str(verdict.get("reason", "")).strip()
         except (ValueError, KeyError, TypeError) as exc:
             raise JudgeError("the judge's answer is not the agreed JSON") from exc
+        # A string, a bool or a value outside [0, 1] is not an answer: a judge
+        # that says {"risk": -1} must not wave a call through.
+        if type(risk) not in (int, float) or not 0 <= risk <= 1:
+            raise JudgeError("the judge's risk is not a number from 0 to 1")
+        return float(risk), reason
 
     async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> str | None:
         try:
