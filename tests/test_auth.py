@@ -219,3 +219,16 @@ def test_unknown_auth_mode_stops_the_gateway_at_start() -> None:
     with pytest.raises(ValueError, match="AUTH_MODE"):
         settings.Settings.from_env({settings.ENV_AUTH_MODE: "gatewaykey"})
     assert settings.Settings.from_env({}).auth_mode == settings.AUTH_PASSTHROUGH
+
+
+def test_a_gateway_key_in_the_query_string_never_reaches_upstream(
+    keyed_gateway: Callable[..., str], upstream: FakeUpstream
+) -> None:
+    url = keyed_gateway()
+    sdk = anthropic.Anthropic(
+        base_url=url, api_key="gk-one", max_retries=0, default_query={"key": "gk-one"}
+    )
+    assert ask(sdk) == "echo: hello"
+    [recorded] = upstream.requests
+    assert "gk-one" not in recorded.query
+    assert recorded.query.startswith("key=")

@@ -166,7 +166,9 @@ class MessagesEndpoint:
             deadline -= gateway.config.deadline_margin
         path = scope["path"]
         if scope.get("query_string"):
-            path += "?" + scope["query_string"].decode("latin-1")
+            # A credential never travels upstream in the URL either (a client
+            # that put its gateway key there would hand it to Anthropic).
+            path += "?" + credentials.scrub(scope["query_string"]).decode("latin-1")
 
         async def attempt(body: bytes, label: str) -> UpstreamResponse:
             call.attempts += 1
