@@ -11,10 +11,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
+import boto3
 import httpx2
 import pytest
 from anthropic.types import Message
 from gateway_policies import StreamEvent
+from gateway_policies.builtin.tool_call_judge import UPSTREAM_KEY_SECRET_ENV
 from gateway_policies.testing import (
     as_pairs,
     assemble,
@@ -22,6 +24,7 @@ from gateway_policies.testing import (
     text_block,
     tool_use_block,
 )
+from policy_gateway import settings
 from policy_gateway.sse import SSEDecoder
 
 from .conftest import GatewayFactory, GatewayStdout, sdk
@@ -261,6 +264,28 @@ def test_judge_blocks_risky_and_allows_safe_calls(
     }
     # This SDK version sends its api_key as a bearer token.
     assert fake_judge.requests[0].headers["authorization"] == "Bearer sk-ant-judge"
+
+
+def test_deployed_judge_uses_the_gateways_anthropic_key_secret(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    judge: tuple[FakeUpstream, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No judge key in the environment (as deployed): the key comes from the secret the
+    template names in UPSTREAM_API_KEY_SECRET, read through moto's Secrets Manager."""
+    assert UPSTREAM_KEY_SECRET_ENV == settings.ENV_UPSTREAM_API_KEY_SECRET
+    boto3.client("secretsmanager").create_secret(
+        Name="test/judge-key", SecretString=json.dumps({"api_key": "sk-ant-from-secret"})
+    )
+    monkeypatch.delenv("TEST_JUDGE_KEY", raising=False)
+    monkeypatch.setenv(settings.ENV_UPSTREAM_API_KEY_SECRET, "test/judge-key")
+    fake_judge, judge_url = judge
+    url = make_gateway(policy_config=judge_chain(judge_url))
+    upstream.script(tool_reply(False, ("read", {"path": "a"})))
+    fake_judge.script(verdict(0.1))
+    assert kinds(ask(sdk(url), False, tools=TOOLS)) == ["tool_use"]
+    assert fake_judge.requests[0].headers["authorization"] == "Bearer sk-ant-from-secret"
 
 
 @both

@@ -18,6 +18,7 @@ import asyncio
 import json
 import logging
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -29,6 +30,27 @@ if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
 log = logging.getLogger("gateway_policies.tool_call_judge")
+
+# Where the gateway's deployment keeps its Anthropic key (a Secrets Manager
+# secret id); the judge uses that key when `api_key_env` is not set.
+UPSTREAM_KEY_SECRET_ENV = "UPSTREAM_API_KEY_SECRET"
+SECRET_TTL = 300.0
+
+
+def _read_key_secret(secret_id: str) -> str:
+    """The key in a secret holding a plain string or {"api_key": "..."}."""
+    import boto3
+
+    region = os.environ.get("AWS_REGION") or None
+    value = boto3.client("secretsmanager", region_name=region).get_secret_value(SecretId=secret_id)[
+        "SecretString"
+    ]
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return str(value).strip()
+    return str(parsed["api_key"]) if isinstance(parsed, dict) else str(parsed)
+
 
 DEFAULT_PROMPT = (
     "You review tool calls that an AI assistant wants to make on behalf of a user. "
@@ -72,25 +94,48 @@ class ToolCallJudge(ToolCallGate):
     _client: AsyncAnthropic | None = None
     _client_loop: asyncio.AbstractEventLoop | None = None
 
-    def _judge_client(self) -> AsyncAnthropic:
+    _secret_key: str | None = None
+    _secret_expires: float = float("-inf")
+    _client_key: str | None = None
+
+    async def _api_key(self) -> str | None:
+        """The judge's key: the `api_key_env` variable, else the gateway's own Anthropic key.
+
+        A deployed gateway keeps its Anthropic key in the Secrets Manager secret
+        named by UPSTREAM_API_KEY_SECRET (the template sets it, and grants the
+        read), so the judge works there without a key in the environment. The
+        secret is re-read every SECRET_TTL seconds, so a rotation is picked up.
+        """
+        key = os.environ.get(self.options.api_key_env)
+        secret = os.environ.get(UPSTREAM_KEY_SECRET_ENV)
+        if key or not secret:
+            return key
+        if time.monotonic() >= self._secret_expires:
+            self._secret_key = await asyncio.to_thread(_read_key_secret, secret)
+            self._secret_expires = time.monotonic() + SECRET_TTL
+        return self._secret_key
+
+    async def _judge_client(self) -> AsyncAnthropic:
         # An SDK client's connection pool belongs to the event loop it first ran
         # on; one gateway process has one loop, but a test harness may not.
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
+        key = await self._api_key()
+        if self._client is None or self._client_loop is not loop or self._client_key != key:
             from anthropic import AsyncAnthropic
 
             self._client = AsyncAnthropic(
-                api_key=os.environ.get(self.options.api_key_env),
+                api_key=key,
                 base_url=self.options.base_url,
                 timeout=self.options.timeout,
                 max_retries=0,
             )
             self._client_loop = loop
+            self._client_key = key
         return self._client
 
     async def _risk(self, tool: str, tool_input: Any) -> tuple[float, str]:
         call = json.dumps({"tool": tool, "input": tool_input}, ensure_ascii=False)
-        reply = await self._judge_client().messages.create(
+        reply = await (await self._judge_client()).messages.create(
             model=self.options.model,
             max_tokens=self.options.max_tokens,
             system=self.options.prompt,
