@@ -20,6 +20,8 @@ from gateway_policies.testing import (
     text_block,
     tool_use_block,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 KEY = "sk-ant-api03-" + "x" * 24
 TEXT_DOCUMENT = {
@@ -141,3 +143,46 @@ def test_events_that_are_not_json_objects_pass_through_a_held_call() -> None:
     out = run_stream(GATE, events)
     assert oddity in out
     assert [e.event for e in out if e.event.startswith("content_block")] == [e.event for e in block]
+
+
+BLOCKS = st.lists(
+    st.one_of(
+        st.tuples(st.just("text"), st.text(max_size=20)),
+        st.tuples(st.sampled_from(["bash", "read", "write"]), st.text(max_size=30)),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(blocks=BLOCKS, chunks=st.integers(min_value=1, max_value=5), pings=st.booleans())
+def test_gated_streams_always_assemble_with_consistent_stop_reason(
+    blocks: list[tuple[str, str]], chunks: int, pings: bool
+) -> None:
+    """Any mix of text and tool calls, any input split: the client's accumulator parses the
+    result, no tool_use the rule matches survives, and stop_reason agrees with what is left."""
+    gate = BlockToolCalls({"rules": [{"tool": "^bash$"}, {"input": "secret"}]})
+    events = [message_start()]
+    for index, (kind, value) in enumerate(blocks):
+        block = (
+            text_block(index, value)
+            if kind == "text"
+            else tool_use_block(index, kind, {"arg": value}, chunks=chunks)
+        )
+        if pings:
+            block.insert(1, StreamEvent("ping", '{"type": "ping"}'))
+        events += block
+    has_calls = any(kind != "text" for kind, _ in blocks)
+    events += [message_delta("tool_use" if has_calls else "end_turn"), message_stop()]
+    message = assemble(run_stream(gate, events))
+    content = message["content"]
+    assert len(content) == len(blocks)
+    kept = [block for block in content if block["type"] == "tool_use"]
+    for block in kept:
+        assert block["name"] != "bash"
+        assert "secret" not in block["input"]["arg"]
+    for original, block in zip(blocks, content, strict=True):
+        if original[0] != "text" and block["type"] == "tool_use":
+            assert block["input"] == {"arg": original[1]}
+    if has_calls:
+        assert message["stop_reason"] == ("tool_use" if kept else "end_turn")
