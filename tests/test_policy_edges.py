@@ -9,6 +9,7 @@ import pytest
 from gateway_policies import PolicyConfigError, StreamEvent
 from gateway_policies.builtin.block_tool_calls import BlockToolCalls
 from gateway_policies.builtin.redact_secrets import RedactSecrets
+from gateway_policies.builtin.strip_tools import StripTools
 from gateway_policies.builtin.tool_call_judge import ToolCallJudge
 from gateway_policies.testing import (
     assemble,
@@ -186,3 +187,34 @@ def test_gated_streams_always_assemble_with_consistent_stop_reason(
             assert block["input"] == {"arg": original[1]}
     if has_calls:
         assert message["stop_reason"] == ("tool_use" if kept else "end_turn")
+
+
+TOOL_USE = {"type": "tool_use", "id": "t1", "name": "bash", "input": {}}
+TOOL_RESULT = {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}
+
+
+def test_stripping_every_tool_from_a_tool_conversation_keeps_it_valid() -> None:
+    policy = StripTools({"names": ["bash"]})
+    request = {
+        "model": "m",
+        "max_tokens": 5,
+        "tools": [{"name": "bash", "input_schema": {"type": "object"}}],
+        "tool_choice": {"type": "any"},
+        "messages": [
+            {"role": "user", "content": "run ls"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+            },
+        ],
+    }
+    sent = run_request(policy, request)
+    assert [tool["name"] for tool in sent["tools"]] == ["no_tools_available"]
+    assert sent["tool_choice"] == {"type": "none"}
+    plain = run_request(policy, {**request, "messages": [{"role": "user", "content": "hi"}]})
+    assert "tools" not in plain
+    assert "tool_choice" not in plain

@@ -4,7 +4,9 @@
 missing tool or forces a tool call with no tools:
 - a `{"type": "tool"}` choice naming a removed tool becomes `{"type": "auto"}`
   (forcing some *other* tool would be a guess at the client's intent);
-- with no tools left, `tools` and `tool_choice` are both removed.
+- with no tools left, `tools` and `tool_choice` are both removed, unless the
+  conversation already holds tool_use/tool_result blocks (the API then needs
+  tools defined): a placeholder tool stays, with `tool_choice` `none`.
 `disable_parallel_tool_use` is kept whenever the choice survives.
 
 Not bypassable: the point is that the model never gets the tool, and the
@@ -16,6 +18,22 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..base import JSONObject, Policy, PolicyContext
+
+PLACEHOLDER_TOOL = {
+    "name": "no_tools_available",
+    "description": "No tools are available in this conversation.",
+    "input_schema": {"type": "object", "properties": {}},
+}
+
+
+def _has_tool_blocks(request: JSONObject) -> bool:
+    messages = request.get("messages")
+    return isinstance(messages, list) and any(
+        isinstance(block, dict) and block.get("type") in ("tool_use", "tool_result")
+        for message in messages
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for block in message["content"]
+    )
 
 
 class StripToolsOptions(BaseModel):
@@ -39,8 +57,15 @@ class StripTools(Policy):
         if len(kept) == len(tools):
             return
         if not kept:
-            request.pop("tools")
-            request.pop("tool_choice", None)
+            if _has_tool_blocks(request):
+                # The API refuses a conversation holding tool_use/tool_result
+                # blocks when no tools are defined: a placeholder the model may
+                # not call keeps the request valid without returning the tool.
+                request["tools"] = [PLACEHOLDER_TOOL]
+                request["tool_choice"] = {"type": "none"}
+            else:
+                request.pop("tools")
+                request.pop("tool_choice", None)
             return
         request["tools"] = kept
         choice = request.get("tool_choice")
