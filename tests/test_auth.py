@@ -18,7 +18,7 @@ from policy_gateway import settings
 from policy_gateway.auth import GatewayKeyAuth, SecretFormatError, parse_gateway_keys
 from policy_gateway.errors import GatewayError
 
-from .conftest import GatewayFactory
+from .conftest import GatewayFactory, GatewayStdout
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
 
 KEYS_SECRET = "test/gateway-keys"
@@ -232,3 +232,17 @@ def test_a_gateway_key_in_the_query_string_never_reaches_upstream(
     [recorded] = upstream.requests
     assert "gk-one" not in recorded.query
     assert recorded.query.startswith("key=")
+
+
+def test_named_keys_admit_their_holders_and_the_log_names_the_caller(
+    keyed_gateway: Callable[..., str], upstream: FakeUpstream, gateway_stdout: GatewayStdout
+) -> None:
+    keys = {"keys": [{"name": "alice", "key": "gk-alice-123"}, "gk-bare-456"]}
+    url = keyed_gateway(keys)
+    assert ask(client(url, api_key="gk-alice-123")) == "echo: hello"
+    assert ask(client(url, auth_token="gk-bare-456")) == "echo: hello"
+    gateway_stdout.until(lambda text: text.count("call finished") >= 2)
+    finished = [line for line in gateway_stdout.lines() if line.get("message") == "call finished"]
+    assert [line["caller"] for line in finished] == ["alice", "key-1"]
+    assert "gk-alice-123" not in gateway_stdout.text
+    assert "gk-bare-456" not in gateway_stdout.text

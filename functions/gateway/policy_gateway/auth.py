@@ -46,6 +46,8 @@ class Credentials:
 
     headers: list[tuple[str, str]]
     secrets: tuple[bytes, ...]
+    caller: str | None = None
+    """The name of the gateway key presented (gateway_key mode), for the logs."""
 
     def scrub(self, body: bytes) -> bytes:
         """Blank out any credential of this call that an upstream error body repeats."""
@@ -83,10 +85,19 @@ def _digest(value: bytes) -> bytes:
     return hashlib.sha256(value).digest()
 
 
-def parse_gateway_keys(text: str) -> tuple[bytes, ...]:
-    """Digests of the valid keys in `{"keys": [...]}`, `[...]` or `{"key": "..."}`.
+@dataclass(frozen=True)
+class GatewayKey:
+    """A valid key, kept only as its digest, and the name the logs show for its holder."""
 
-    The last shape is what CloudFormation's GenerateSecretString writes
+    digest: bytes
+    name: str
+
+
+def parse_gateway_keys(text: str) -> tuple[GatewayKey, ...]:
+    """The valid keys in `{"keys": [...]}`, `[...]` or `{"name": ..., "key": "..."}`.
+
+    List entries are bare strings or `{"name": ..., "key": "..."}` objects. The
+    single-object shape is what CloudFormation's GenerateSecretString writes
     (`SecretStringTemplate` `{"name": ...}` plus `GenerateStringKey` `key`).
     """
     try:
@@ -94,19 +105,29 @@ def parse_gateway_keys(text: str) -> tuple[bytes, ...]:
     except ValueError:
         raise SecretFormatError("gateway keys secret is not JSON") from None
     if isinstance(value, dict):
-        if "keys" in value:
-            value = value["keys"]
-        elif "key" in value:
-            value = [value["key"]]
-    if not isinstance(value, list) or not all(isinstance(key, str) for key in value):
-        raise SecretFormatError(
-            'gateway keys secret must be {"keys": [...]}, a JSON list, or {"key": "..."}'
-        )
-    # An empty key would let a request with no key at all through.
-    keys = [key.strip().encode() for key in value if key.strip()]
+        value = value.get("keys", [value])
+    if not isinstance(value, list):
+        raise SecretFormatError(_KEYS_SHAPE)
+    keys: list[GatewayKey] = []
+    for position, entry in enumerate(value):
+        if isinstance(entry, dict):
+            key, name = entry.get("key"), entry.get("name", f"key-{position}")
+        else:
+            key, name = entry, f"key-{position}"
+        if not isinstance(key, str) or not isinstance(name, str):
+            raise SecretFormatError(_KEYS_SHAPE)
+        # An empty key would let a request with no key at all through.
+        if key.strip():
+            keys.append(GatewayKey(_digest(key.strip().encode()), name))
     if not keys:
         raise SecretFormatError("gateway keys secret holds no usable key")
-    return tuple(_digest(key) for key in keys)
+    return tuple(keys)
+
+
+_KEYS_SHAPE = (
+    'gateway keys secret must be {"keys": [...]}, a JSON list, or {"name": ..., "key": "..."};'
+    ' list entries are strings or {"name": ..., "key": "..."}'
+)
 
 
 def parse_upstream_key(text: str) -> str:
@@ -122,14 +143,18 @@ def parse_upstream_key(text: str) -> str:
     return key.strip()
 
 
-def _matches(presented: Sequence[bytes], valid: Sequence[bytes]) -> bool:
-    # Every presented value is compared with every key, with no early exit,
-    # so the time taken says nothing about which key (if any) came close.
-    found = False
+def _match(presented: Sequence[bytes], valid: Sequence[GatewayKey]) -> str | None:
+    """The name of the key presented, if any.
+
+    Every presented value is compared with every key, with no early exit,
+    so the time taken says nothing about which key (if any) came close.
+    """
+    found: str | None = None
     for value in presented:
         digest = _digest(value)
         for key in valid:
-            found |= hmac.compare_digest(digest, key)
+            if hmac.compare_digest(digest, key.digest):
+                found = key.name
     return found
 
 
@@ -156,7 +181,7 @@ class GatewayKeyAuth:
         ttl: float,
         reader: Callable[[str], str] = read_secret,
     ) -> None:
-        self._keys: TTLCache[tuple[bytes, ...] | None] = TTLCache(
+        self._keys: TTLCache[tuple[GatewayKey, ...] | None] = TTLCache(
             lambda: parse_gateway_keys(reader(keys_secret)),
             ttl,
             partial(_keep_last_good, keys_secret),
@@ -172,7 +197,8 @@ class GatewayKeyAuth:
         if valid is None:
             raise _UNAVAILABLE
         presented = _presented(raw)
-        if not _matches(presented, valid):
+        caller = _match(presented, valid)
+        if caller is None:
             metrics.count(settings.METRIC_AUTH_FAILURES)
             logger.warning("gateway key rejected", extra={"presented": len(presented)})
             raise GatewayError(
@@ -185,7 +211,7 @@ class GatewayKeyAuth:
             raise _UNAVAILABLE
         headers = [item for item in upstream_headers(raw) if item[0] not in _CREDENTIAL_HEADERS]
         headers.append(("x-api-key", api_key))
-        return Credentials(headers, (*presented, api_key.encode()))
+        return Credentials(headers, (*presented, api_key.encode()), caller)
 
 
 def authenticator(config: settings.Settings) -> Authenticator:

@@ -68,6 +68,7 @@ class _Call:
     attempts: int = 0
     fallback: str = "none"
     disconnected: bool = False
+    caller: str | None = None
 
 
 class MessagesEndpoint:
@@ -108,6 +109,7 @@ class MessagesEndpoint:
                 "stream": call.stream,
                 "attempts": call.attempts,
                 "fallback": call.fallback,
+                "caller": call.caller,
                 "latency_ms": round(elapsed_ms, 2),
             },
         )
@@ -122,6 +124,7 @@ class MessagesEndpoint:
         traced: bool,
     ) -> None:
         credentials = await self._gateway.auth.authorize(scope["headers"])
+        call.caller = credentials.caller
         _check_content_type(dict(scope["headers"]).get(b"content-type"))
         original = await _read_body(scope, receive)
         with anyio.CancelScope() as until_disconnect:
