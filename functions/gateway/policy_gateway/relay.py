@@ -203,7 +203,6 @@ class Relay:
         retry = 0
         while True:
             span = tracing.start_span(f"upstream {label} attempt {retry + 1}", traced)
-            retry_headers: httpx2.Headers | None = None
             try:
                 response, error = await self._exchange(request, stream=stream, span=span)
             except anyio.get_cancelled_exc_class():
@@ -214,7 +213,8 @@ class Relay:
             except httpx2.TransportError as exc:
                 span.end(exc)
                 metrics.count(settings.METRIC_UPSTREAM_CONNECTION_ERRORS)
-                if not self._may_retry(retry, deadline, None):
+                delay = _retry_delay(retry, None)
+                if not self._may_retry(retry, deadline, delay):
                     raise _unavailable(exc) from None
             else:
                 if error is None:
@@ -224,14 +224,14 @@ class Relay:
                         response,
                         span,
                     )
-                retry_headers = response.headers
+                delay = _retry_delay(retry, response.headers)
                 retryable = _should_retry(response)
-                if not (retryable and self._may_retry(retry, deadline, response)):
+                if not (retryable and self._may_retry(retry, deadline, delay)):
                     if retryable and retry:
                         error.tell_client_not_to_retry()
                     raise error
                 span.end()
-            await anyio.sleep(_retry_delay(retry, retry_headers))
+            await anyio.sleep(delay)
             retry += 1
 
     async def _exchange(
@@ -249,15 +249,11 @@ class Relay:
             await response.aread()
         return response, None
 
-    def _may_retry(
-        self, retry: int, deadline: float | None, response: httpx2.Response | None
-    ) -> bool:
+    def _may_retry(self, retry: int, deadline: float | None, delay: float) -> bool:
+        """Whether a retry after `delay` seconds is allowed and could still beat `deadline`."""
         if retry >= self._max_retries:
             return False
-        if deadline is None:
-            return True
-        delay = _retry_delay(retry, None if response is None else response.headers)
-        return time.time() + delay < deadline
+        return deadline is None or time.time() + delay < deadline
 
     @staticmethod
     async def _status_error(response: httpx2.Response, span: tracing.Span) -> UpstreamStatusError:
