@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 from gateway_policies import PolicyChain, PolicyContext
 from gateway_policies.diff import changed_paths
@@ -39,13 +41,15 @@ class Attempted:
     sent: bytes
     modified: object
 
+    @cached_property
+    def original_document(self) -> Any:
+        """The original, parsed once on the error path (it parsed when the call came in)."""
+        return json.loads(self.original)
+
     def differs(self) -> bool:
         if self.sent is self.original:
             return False
-        try:
-            return bool(json.loads(self.original) != self.modified)
-        except ValueError:
-            return True
+        return bool(self.original_document != self.modified)
 
 
 async def should_fall_back(
@@ -90,7 +94,7 @@ async def record(
             "call_id": ctx.call_id,
             "fallback_status": error.status,
             "upstream_error": error.message,
-            "changed_paths": changed_paths(json.loads(attempted.original), attempted.modified),
+            "changed_paths": changed_paths(attempted.original_document, attempted.modified),
             "changed_by_policy": attribution,
         },
     )
