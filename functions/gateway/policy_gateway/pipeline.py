@@ -13,6 +13,7 @@ import asyncio
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,8 +80,7 @@ class MessagesEndpoint:
         self._endpoint = endpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = scope["headers"]
-        header = dict(headers).get
+        header = dict(scope["headers"]).get
         invocation = lambda_context.from_headers(
             _text(header(b"x-amzn-lambda-context")), _text(header(b"x-amzn-request-context"))
         )
@@ -90,7 +90,7 @@ class MessagesEndpoint:
             call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
         ):
             try:
-                await self._handle(scope, receive, send, call, invocation, traced)
+                await self._handle(scope, receive, send, header, call, invocation, traced)
             except GatewayError as exc:
                 await _respond(send, call, exc.status, exc.to_bytes())
             finally:
@@ -119,14 +119,15 @@ class MessagesEndpoint:
         scope: Scope,
         receive: Receive,
         send: Send,
+        header: Callable[[bytes], bytes | None],
         call: _Call,
         invocation: lambda_context.InvocationContext,
         traced: bool,
     ) -> None:
         credentials = await self._gateway.auth.authorize(scope["headers"])
         call.caller = credentials.caller
-        _check_content_type(dict(scope["headers"]).get(b"content-type"))
-        original = await _read_body(scope, receive)
+        _check_content_type(header(b"content-type"))
+        original = await _read_body(receive, header(b"content-length"))
         with anyio.CancelScope() as until_disconnect:
             watcher = asyncio.get_running_loop().create_task(
                 _watch_disconnect(receive, call, until_disconnect)
@@ -398,8 +399,7 @@ def _policy_error(exc: PolicyViolation | PolicyFailure) -> GatewayError:
     return GatewayError(500, f"Policy {exc.policy!r} failed; the call was refused.", "api_error")
 
 
-async def _read_body(scope: Scope, receive: Receive) -> bytes:
-    declared = dict(scope["headers"]).get(b"content-length")
+async def _read_body(receive: Receive, declared: bytes | None) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > settings.MAX_REQUEST_BYTES:
         raise GatewayError(413, _too_large(), "request_too_large")
     chunks: list[bytes] = []
