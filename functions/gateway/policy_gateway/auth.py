@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
 
+from gateway_policies.api_key import parse_api_key
+
 from . import metrics, settings
 from .errors import GatewayError
 from .headers import upstream_headers
@@ -130,19 +132,6 @@ _KEYS_SHAPE = (
 )
 
 
-def parse_upstream_key(text: str) -> str:
-    """The Anthropic key from a plain string or `{"api_key": "..."}`."""
-    key: object = text.strip()
-    if text.lstrip().startswith("{"):
-        try:
-            key = json.loads(text).get("api_key")
-        except (ValueError, AttributeError):
-            key = None
-    if not isinstance(key, str) or not key.strip() or not key.strip().isascii():
-        raise SecretFormatError('upstream API key secret must be a string or {"api_key": "..."}')
-    return key.strip()
-
-
 def _match(presented: Sequence[bytes], valid: Sequence[GatewayKey]) -> str | None:
     """The name of the key presented, if any.
 
@@ -187,7 +176,7 @@ class GatewayKeyAuth:
             partial(_keep_last_good, keys_secret),
         )
         self._upstream_key: TTLCache[str | None] = TTLCache(
-            lambda: parse_upstream_key(reader(upstream_secret)),
+            lambda: parse_api_key(reader(upstream_secret)),
             ttl,
             partial(_keep_last_good, upstream_secret),
         )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..api_key import parse_api_key
 from ..base import PolicyContext
 from ..tool_gate import ToolCallGate, canonical_input
 
@@ -38,18 +39,11 @@ SECRET_TTL = 300.0
 
 
 def _read_key_secret(secret_id: str) -> str:
-    """The key in a secret holding a plain string or {"api_key": "..."}."""
     import boto3
 
     region = os.environ.get("AWS_REGION") or None
-    value = boto3.client("secretsmanager", region_name=region).get_secret_value(SecretId=secret_id)[
-        "SecretString"
-    ]
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return str(value).strip()
-    return str(parsed["api_key"]) if isinstance(parsed, dict) else str(parsed)
+    client = boto3.client("secretsmanager", region_name=region)
+    return parse_api_key(client.get_secret_value(SecretId=secret_id)["SecretString"])
 
 
 DEFAULT_PROMPT = (
