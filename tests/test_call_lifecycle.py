@@ -9,20 +9,12 @@ import httpx2
 import pytest
 
 from .conftest import GatewayFactory
-from .support.fake_upstream import MODEL, FakeUpstream, Reply, message, text_events
+from .support.client import policy_chain, request_body
+from .support.fake_upstream import FakeUpstream, Reply, message, text_events
 
 
 def chain(policy: str, **options: object) -> str:
-    return json.dumps({"policies": [{"policy": policy, "options": options}]})
-
-
-def body(stream: bool = False, text: str = "hello") -> dict[str, object]:
-    return {
-        "model": MODEL,
-        "max_tokens": 16,
-        "stream": stream,
-        "messages": [{"role": "user", "content": text}],
-    }
+    return policy_chain((policy, options))
 
 
 def test_client_giving_up_on_a_json_call_stops_the_upstream_wait(
@@ -31,7 +23,7 @@ def test_client_giving_up_on_a_json_call_stops_the_upstream_wait(
     url = make_gateway()
     upstream.script(Reply(body=message("late"), delay=5.0))
     with pytest.raises(httpx2.ReadTimeout):
-        httpx2.post(f"{url}/v1/messages", json=body(), timeout=0.5)
+        httpx2.post(f"{url}/v1/messages", json=request_body(), timeout=0.5)
     gave_up = time.monotonic()
     while not upstream.disconnects and time.monotonic() - gave_up < 3:
         time.sleep(0.01)
@@ -43,7 +35,7 @@ def test_stream_policy_refusing_before_anything_was_sent_keeps_its_status(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
     url = make_gateway(policy_config=chain("tests.policies:BlockStreamAt", event="message_start"))
-    response = httpx2.post(f"{url}/v1/messages", json=body(stream=True))
+    response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=True))
     assert response.status_code == 403
     assert response.json()["error"] == {
         "type": "permission_error",
@@ -59,7 +51,7 @@ def test_stream_policy_refusing_mid_stream_sends_what_passed_then_its_error(
         policy_config=chain("tests.policies:BlockStreamAt", event="content_block_delta")
     )
     upstream.script(Reply(events=text_events(["a", "b"])))
-    response = httpx2.post(f"{url}/v1/messages", json=body(stream=True))
+    response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=True))
     assert response.status_code == 200
     frames = [f.split("\n") for f in response.text.strip().split("\n\n")]
     assert [f[0] for f in frames] == [
@@ -80,7 +72,7 @@ def test_stream_without_any_event_is_a_502_not_an_empty_200(
 ) -> None:
     url = make_gateway()
     upstream.script(Reply(events=[]))
-    response = httpx2.post(f"{url}/v1/messages", json=body(stream=True))
+    response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=True))
     assert response.status_code == 502
     assert response.json()["error"]["type"] == "api_error"
 
@@ -90,7 +82,7 @@ def test_a_policy_may_not_change_the_stream_flag(
 ) -> None:
     url = make_gateway(policy_config=chain("tests.policies:FlipStream"))
     for stream in (False, True):
-        response = httpx2.post(f"{url}/v1/messages", json=body(stream=stream))
+        response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=stream))
         assert response.status_code == 500
         assert response.json()["error"]["type"] == "api_error"
     assert upstream.requests == []
@@ -98,7 +90,7 @@ def test_a_policy_may_not_change_the_stream_flag(
 
 def test_query_string_is_forwarded(make_gateway: GatewayFactory, upstream: FakeUpstream) -> None:
     url = make_gateway()
-    response = httpx2.post(f"{url}/v1/messages?beta=true", json=body())
+    response = httpx2.post(f"{url}/v1/messages?beta=true", json=request_body())
     assert response.status_code == 200
     assert upstream.requests[0].query == "beta=true"
 
@@ -131,7 +123,9 @@ def test_non_ascii_header_value_is_a_400_not_a_500(
 ) -> None:
     url = make_gateway()
     response = httpx2.post(
-        f"{url}/v1/messages", json=body(), headers=[(b"x-custom", "caf\xe9".encode("latin-1"))]
+        f"{url}/v1/messages",
+        json=request_body(),
+        headers=[(b"x-custom", "caf\xe9".encode("latin-1"))],
     )
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_request_error"
@@ -145,7 +139,7 @@ def test_gateway_retries_spent_tell_the_sdk_not_to_retry(
     overloaded = Reply.error(529, "overloaded_error")
     overloaded.headers["retry-after-ms"] = "1"
     upstream.script(overloaded, overloaded)
-    response = httpx2.post(f"{url}/v1/messages", json=body())
+    response = httpx2.post(f"{url}/v1/messages", json=request_body())
     assert response.status_code == 529
     assert response.headers["x-should-retry"] == "false"
     assert len(upstream.requests) == 2
@@ -156,7 +150,7 @@ def test_without_gateway_retries_the_sdk_may_still_retry(
 ) -> None:
     url = make_gateway(upstream_max_retries=0)
     upstream.script(Reply.error(529, "overloaded_error"))
-    response = httpx2.post(f"{url}/v1/messages", json=body())
+    response = httpx2.post(f"{url}/v1/messages", json=request_body())
     assert response.status_code == 529
     assert "x-should-retry" not in response.headers
 
@@ -169,6 +163,6 @@ def test_healthz_fails_when_the_gateway_could_not_be_built(make_gateway: Gateway
         status = httpx2.get(f"{url}/healthz").status_code
         time.sleep(0.05)
     assert status == 503
-    response = httpx2.post(f"{url}/v1/messages", json=body())
+    response = httpx2.post(f"{url}/v1/messages", json=request_body())
     assert response.status_code == 500
     assert response.json()["error"]["type"] == "api_error"

@@ -28,6 +28,7 @@ from policy_gateway import settings
 from policy_gateway.sse import SSEDecoder
 
 from .conftest import GatewayFactory, GatewayStdout, sdk
+from .support.client import policy_chain
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.servers import ThreadedServer
 
@@ -36,10 +37,6 @@ TOOLS: list[Any] = [
     {"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("bash", "read")
 ]
 BASH_RM = {"tool": "^bash$", "input": "rm -rf"}
-
-
-def chain(*policies: tuple[str, dict[str, Any]]) -> str:
-    return json.dumps({"policies": [{"policy": p, "options": o} for p, o in policies]})
 
 
 def ask(client: anthropic.Anthropic, streaming: bool, **params: Any) -> Message:
@@ -85,7 +82,7 @@ both = pytest.mark.parametrize("streaming", [False, True], ids=["json", "sse"])
 def test_redact_secrets(
     make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
 ) -> None:
-    url = make_gateway(policy_config=chain(("redact_secrets", {})))
+    url = make_gateway(policy_config=policy_chain(("redact_secrets", {})))
     content = [{"type": "text", "text": f"my key is {SECRET}, mail ops@example.com"}]
     ask(sdk(url), streaming, messages=[{"role": "user", "content": content}], system=SECRET)
     sent = upstream.requests[0]
@@ -100,7 +97,9 @@ def test_redact_secrets(
 def test_rewrite_model(
     make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
 ) -> None:
-    url = make_gateway(policy_config=chain(("rewrite_model", {"map": {MODEL: "claude-cheap"}})))
+    url = make_gateway(
+        policy_config=policy_chain(("rewrite_model", {"map": {MODEL: "claude-cheap"}}))
+    )
     ask(sdk(url), streaming)
     assert upstream.requests[0].json["model"] == "claude-cheap"
 
@@ -109,14 +108,14 @@ def test_rewrite_model(
 def test_cap_max_tokens(
     make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
 ) -> None:
-    url = make_gateway(policy_config=chain(("cap_max_tokens", {"max": 50})))
+    url = make_gateway(policy_config=policy_chain(("cap_max_tokens", {"max": 50})))
     ask(sdk(url), streaming, max_tokens=4000)
     assert upstream.requests[0].json["max_tokens"] == 50
 
 
 @both
 def test_strip_tools(make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool) -> None:
-    url = make_gateway(policy_config=chain(("strip_tools", {"names": ["bash"]})))
+    url = make_gateway(policy_config=policy_chain(("strip_tools", {"names": ["bash"]})))
     ask(sdk(url), streaming, tools=TOOLS, tool_choice={"type": "tool", "name": "bash"})
     sent = upstream.requests[0].json
     assert [t["name"] for t in sent["tools"]] == ["read"]
@@ -127,7 +126,9 @@ def test_strip_tools(make_gateway: GatewayFactory, upstream: FakeUpstream, strea
 def test_inject_system_prompt(
     make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
 ) -> None:
-    url = make_gateway(policy_config=chain(("inject_system_prompt", {"text": "Be careful."})))
+    url = make_gateway(
+        policy_config=policy_chain(("inject_system_prompt", {"text": "Be careful."}))
+    )
     ask(sdk(url), streaming, system="You help.")
     assert upstream.requests[0].json["system"] == "Be careful.\n\nYou help."
 
@@ -137,7 +138,7 @@ def test_string_replace_both_ways(
     make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
 ) -> None:
     options = {"replacements": [["hello", "bonjour"]], "apply_to": "both"}
-    url = make_gateway(policy_config=chain(("string_replace", options)))
+    url = make_gateway(policy_config=policy_chain(("string_replace", options)))
     reply = ask(sdk(url), streaming)
     assert upstream.requests[0].json["messages"][0]["content"] == "bonjour"
     assert reply.content[0].type == "text"
@@ -151,7 +152,7 @@ def test_string_replace_both_ways(
 def test_block_tool_calls_replaces_the_call_after_a_text_block(
     make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
 ) -> None:
-    url = make_gateway(policy_config=chain(("block_tool_calls", {"rules": [BASH_RM]})))
+    url = make_gateway(policy_config=policy_chain(("block_tool_calls", {"rules": [BASH_RM]})))
     upstream.script(tool_reply(streaming, ("bash", {"command": "rm -rf /"}), text="Cleaning."))
     reply = ask(sdk(url), streaming, tools=TOOLS)
     assert kinds(reply) == ["text", "text"]
@@ -164,7 +165,7 @@ def test_block_tool_calls_replaces_the_call_after_a_text_block(
 def test_block_tool_calls_two_calls_only_one_blocked(
     make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
 ) -> None:
-    url = make_gateway(policy_config=chain(("block_tool_calls", {"rules": [BASH_RM]})))
+    url = make_gateway(policy_config=policy_chain(("block_tool_calls", {"rules": [BASH_RM]})))
     upstream.script(
         tool_reply(streaming, ("bash", {"command": "rm -rf ~"}), ("read", {"path": "a.txt"}))
     )
@@ -187,7 +188,7 @@ def raw_stream(url: str, body: dict[str, Any]) -> list[StreamEvent]:
 def test_blocked_stream_on_the_wire_has_contiguous_indices_and_end_turn(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
-    url = make_gateway(policy_config=chain(("block_tool_calls", {"rules": [BASH_RM]})))
+    url = make_gateway(policy_config=policy_chain(("block_tool_calls", {"rules": [BASH_RM]})))
     upstream.script(
         tool_reply(
             True,
@@ -229,7 +230,7 @@ def verdict(risk: float, reason: str = "") -> Reply:
 
 
 def judge_chain(judge_url: str, **options: Any) -> str:
-    return chain(
+    return policy_chain(
         (
             "tool_call_judge",
             {"base_url": judge_url, "api_key_env": "TEST_JUDGE_KEY", "model": "judge-1", **options},
@@ -329,7 +330,9 @@ def test_judge_failure_blocks_and_is_logged(
 def test_unknown_events_pass_a_blocked_stream_and_the_sdk_parses_it(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
-    url = make_gateway(policy_config=chain(("block_tool_calls", {"rules": [{"tool": "bash"}]})))
+    url = make_gateway(
+        policy_config=policy_chain(("block_tool_calls", {"rules": [{"tool": "bash"}]}))
+    )
     events = as_pairs(stream(tool_use_block(0, "bash", {"command": "ls"}), stop_reason="tool_use"))
     events.insert(3, ("future_event", {"type": "future_event", "detail": 1}))
     upstream.script(Reply(events=events), Reply(events=events))

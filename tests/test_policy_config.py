@@ -12,8 +12,9 @@ import pytest
 from policy_gateway import settings
 
 from .conftest import GatewayFactory, GatewayStdout, sdk
+from .support.client import policy_chain
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
-from .test_policies_gateway import ask, both, chain
+from .test_policies_gateway import ask, both
 
 PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 TTL = 0.5
@@ -29,7 +30,7 @@ def put_config(ssm: Any) -> Callable[[str], None]:
 
 
 def rewrite_to(model: str) -> str:
-    return chain(("rewrite_model", {"map": {MODEL: model}}))
+    return policy_chain(("rewrite_model", {"map": {MODEL: model}}))
 
 
 def sent_model(upstream: FakeUpstream) -> str:
@@ -72,7 +73,7 @@ def test_a_changed_parameter_applies_within_the_ttl(
     [
         "{not json",
         json.dumps({"policies": [{"policy": "no_such_policy"}]}),
-        chain(("cap_max_tokens", {"max": -1})),
+        policy_chain(("cap_max_tokens", {"max": -1})),
     ],
     ids=["json", "unknown-policy", "bad-options"],
 )
@@ -135,7 +136,7 @@ def test_fallback_log_names_the_policies_and_paths_never_the_text(
     gateway_stdout: GatewayStdout,
 ) -> None:
     set_flag("true")
-    config = chain(
+    config = policy_chain(
         ("rewrite_model", {"map": {MODEL: "claude-renamed"}}),
         ("string_replace", {"replacements": [["project-nightjar", "[codename]"]]}),
         ("cap_max_tokens", {"max": 1000}),
@@ -166,7 +167,7 @@ def test_redaction_never_leaks_through_the_fallback(
     streaming: bool,
 ) -> None:
     set_flag("true")
-    config = chain(("redact_secrets", {}), ("rewrite_model", {"map": {MODEL: "claude-x"}}))
+    config = policy_chain(("redact_secrets", {}), ("rewrite_model", {"map": {MODEL: "claude-x"}}))
     url = make_gateway(policy_config=config)
     upstream.script(Reply.error(400, "invalid_request_error", "rejected"))
     with pytest.raises(anthropic.BadRequestError) as caught:

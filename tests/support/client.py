@@ -24,6 +24,11 @@ def request_body(text: str = "hello", *, stream: bool = False, **extra: Any) -> 
     return body
 
 
+def policy_chain(*policies: tuple[str, dict[str, Any]]) -> str:
+    """Chain JSON for POLICY_CONFIG: one (policy, options) pair per policy, in order."""
+    return json.dumps({"policies": [{"policy": p, "options": o} for p, o in policies]})
+
+
 def sse_frames(payload: str) -> list[tuple[str, str]]:
     """Split a gateway SSE body into (event, data) pairs, asserting every frame is well formed.
 
