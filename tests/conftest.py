@@ -6,6 +6,7 @@ pointed at a local moto server and every gateway at the fake upstream.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -18,6 +19,7 @@ import boto3
 import httpx2
 import pytest
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf import cloudwatch as emf_module
+from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 from policy_gateway import settings
 from policy_gateway.app import create_app
@@ -163,6 +165,43 @@ def gateway_stdout(monkeypatch: pytest.MonkeyPatch) -> GatewayStdout:
     # Powertools Metrics emits EMF with a bare print(); shadow it in that module.
     monkeypatch.setattr(emf_module, "print", sink.print, raising=False)
     return sink
+
+
+KEYS_SECRET = "test/gateway-keys"
+UPSTREAM_SECRET = "test/anthropic-key"
+UPSTREAM_KEY = "sk-ant-upstream-held-by-the-gateway"
+PutSecret = Callable[[str, str], None]
+
+
+@pytest.fixture
+def put_secret() -> PutSecret:
+    client: Any = boto3.client("secretsmanager")
+
+    def put(name: str, value: str) -> None:
+        try:
+            client.put_secret_value(SecretId=name, SecretString=value)
+        except ClientError:
+            client.create_secret(Name=name, SecretString=value)
+
+    return put
+
+
+@pytest.fixture
+def keyed_gateway(make_gateway: GatewayFactory, put_secret: PutSecret) -> Callable[..., str]:
+    """A gateway in gateway_key mode whose secrets hold `keys` and the upstream key."""
+
+    def start(keys: object = ("gk-one", "gk-two"), upstream_secret: str | None = None) -> str:
+        if keys is not None:
+            put_secret(KEYS_SECRET, keys if isinstance(keys, str) else json.dumps(keys))
+        put_secret(UPSTREAM_SECRET, upstream_secret or json.dumps({"api_key": UPSTREAM_KEY}))
+        return make_gateway(
+            auth_mode=settings.AUTH_GATEWAY_KEY,
+            gateway_keys_secret=KEYS_SECRET,
+            upstream_api_key_secret=UPSTREAM_SECRET,
+            secrets_ttl=0.3,
+        )
+
+    return start
 
 
 def sdk(url: str, **kwargs: Any) -> anthropic.Anthropic:

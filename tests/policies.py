@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from gateway_policies import JSONObject, Policy, PolicyContext, PolicyViolation, StreamEvent
 from pydantic import BaseModel
 
@@ -44,3 +46,20 @@ class FlipStream(Policy):
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         request["stream"] = not request.get("stream", False)
+
+
+class RefuseWord(Policy):
+    """Refuses a request, or a response, whose text holds the word in its options."""
+
+    class Options(BaseModel):
+        word: str
+
+    options: Options
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        if self.options.word in json.dumps(request.get("messages")):
+            raise PolicyViolation(f"the request mentions {self.options.word!r}")
+
+    async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
+        if self.options.word in json.dumps(response.get("content")):
+            raise PolicyViolation(f"the answer mentions {self.options.word!r}")

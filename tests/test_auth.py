@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
 
 import anthropic
 import anyio
-import boto3
 import httpx2
 import pytest
 from botocore.exceptions import ClientError
@@ -18,44 +16,8 @@ from policy_gateway import settings
 from policy_gateway.auth import GatewayKeyAuth, SecretFormatError, parse_gateway_keys
 from policy_gateway.errors import GatewayError
 
-from .conftest import GatewayFactory, GatewayStdout
+from .conftest import KEYS_SECRET, UPSTREAM_KEY, UPSTREAM_SECRET, GatewayStdout, PutSecret
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
-
-KEYS_SECRET = "test/gateway-keys"
-UPSTREAM_SECRET = "test/anthropic-key"
-UPSTREAM_KEY = "sk-ant-upstream-held-by-the-gateway"
-PutSecret = Callable[[str, str], None]
-
-
-@pytest.fixture
-def put_secret() -> PutSecret:
-    client: Any = boto3.client("secretsmanager")
-
-    def put(name: str, value: str) -> None:
-        try:
-            client.put_secret_value(SecretId=name, SecretString=value)
-        except ClientError:
-            client.create_secret(Name=name, SecretString=value)
-
-    return put
-
-
-@pytest.fixture
-def keyed_gateway(make_gateway: GatewayFactory, put_secret: PutSecret) -> Callable[..., str]:
-    """A gateway in gateway_key mode whose secrets hold `keys` and the upstream key."""
-
-    def start(keys: object = ("gk-one", "gk-two"), upstream_secret: str | None = None) -> str:
-        if keys is not None:
-            put_secret(KEYS_SECRET, keys if isinstance(keys, str) else json.dumps(keys))
-        put_secret(UPSTREAM_SECRET, upstream_secret or json.dumps({"api_key": UPSTREAM_KEY}))
-        return make_gateway(
-            auth_mode=settings.AUTH_GATEWAY_KEY,
-            gateway_keys_secret=KEYS_SECRET,
-            upstream_api_key_secret=UPSTREAM_SECRET,
-            secrets_ttl=0.3,
-        )
-
-    return start
 
 
 def client(

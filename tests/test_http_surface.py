@@ -49,7 +49,8 @@ def test_bad_bodies_get_400_and_no_upstream_call(
 @pytest.mark.parametrize(
     ("method", "path", "status", "error_type"),
     [
-        ("GET", "/v1/models", 404, "not_found_error"),
+        ("GET", "/v1/skills", 404, "not_found_error"),
+        ("PUT", "/v1/messages/batches", 405, "invalid_request_error"),
         ("POST", "/v1/complete", 404, "not_found_error"),
         ("POST", "/", 404, "not_found_error"),
         ("GET", "/v1/messages", 405, "invalid_request_error"),

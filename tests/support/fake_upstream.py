@@ -1,8 +1,9 @@
 """A scriptable fake of the Anthropic Messages API, served for real over HTTP.
 
-Each request is recorded (path, headers, raw body). Replies come from a script
-queue, one per request; with the queue empty, the fake answers like the API:
-an echo of the last user text, as JSON or as an SSE stream.
+Each request is recorded (method, path, headers, raw body). Replies come from
+a script queue, one per request; with the queue empty, the fake answers like
+the API: an echo of the last user text, as JSON or as an SSE stream, and the
+Message Batches, Models and Files APIs of fake_resources.py.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 from starlette.types import Receive, Scope, Send
+
+from .fake_resources import FakeResources
 
 MODEL = "claude-sonnet-4-6"
 
@@ -28,6 +32,7 @@ class Recorded:
     body: bytes
     query: str = ""
     received_at: float = field(default_factory=time.time)
+    method: str = "POST"
 
     @property
     def json(self) -> Any:
@@ -49,6 +54,9 @@ class Reply:
     break_after: int | None = None
     delay: float = 0.0
     event_delay: float = 0.0
+    chunks: Callable[[], Iterator[bytes]] | None = None
+    """A raw body sent chunk by chunk (a JSONL results file), with `content_type`."""
+    content_type: str = "application/json"
 
     @classmethod
     def error(cls, status: int, error_type: str, message: str = "scripted error") -> Reply:
@@ -135,6 +143,7 @@ class FakeUpstream:
         self.disconnects: list[float] = []
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
+        self.resources = FakeResources()
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
@@ -145,12 +154,28 @@ class FakeUpstream:
             self._script.clear()
             self.requests.clear()
             self.disconnects.clear()
+        self.resources.reset()
 
     def _next(self, recorded: Recorded) -> Reply:
         with self._lock:
             self.requests.append(recorded)
             if self._script:
                 return self._script.popleft()
+        answer = self.resources.answer(
+            recorded.method,
+            recorded.path,
+            recorded.body,
+            recorded.headers.get("host", ""),
+            lambda params: message(f"echo: {last_user_text(params)}"),
+        )
+        if answer is not None:
+            return Reply(
+                status=answer.status,
+                body=answer.body,
+                chunks=answer.chunks,
+                content_type=answer.content_type,
+                headers={"request-id": "req_fake"},
+            )
         body = recorded.json if recorded.body else {}
         text = f"echo: {last_user_text(body)}"
         if recorded.path.endswith("/count_tokens"):
@@ -173,7 +198,11 @@ class FakeUpstream:
                 break
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         recorded = Recorded(
-            scope["path"], headers, b"".join(chunks), scope["query_string"].decode()
+            scope["path"],
+            headers,
+            b"".join(chunks),
+            scope["query_string"].decode(),
+            method=scope["method"],
         )
         reply = self._next(recorded)
         if reply.delay:
@@ -184,6 +213,18 @@ class FakeUpstream:
                 self.disconnects.append(time.monotonic())
                 return
         out_headers = [(k.encode(), v.encode()) for k, v in reply.headers.items()]
+        if reply.chunks is not None:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": reply.status,
+                    "headers": [(b"content-type", reply.content_type.encode()), *out_headers],
+                }
+            )
+            for chunk in reply.chunks():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            return
         if reply.events is None:
             body = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
             content_type = b"text/html" if reply.raw is not None else b"application/json"

@@ -1,7 +1,9 @@
 """The ASGI app: the same object serves Lambda (behind the Web Adapter), `serve` and tests.
 
-Only three routes exist. Anything else gets an Anthropic-shaped error, so no
-path can reach the upstream without passing the policy chain.
+Only the routes listed here exist (`surface.py` lists the API's, and what
+each one gets). Anything else gets an Anthropic-shaped error, so no path can
+reach the upstream without passing the policy chain or being passed through
+on purpose.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
@@ -18,11 +21,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from . import surface
 from .errors import error_body
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from .pipeline import Gateway
+    from .pipeline import Gateway, GatewayEndpoint
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -95,21 +99,29 @@ class _DeferredGateway:
         if self._built is not None:
             await (await self.get()).relay.aclose()
 
-    def endpoint(self, name: str) -> MessagesRoute:
-        return MessagesRoute(self, name)
+    def endpoint(self, name: str, handler: str = "pipeline:MessagesEndpoint") -> GatewayRoute:
+        return GatewayRoute(self, name, handler)
 
 
-class MessagesRoute:
-    """ASGI endpoint that hands each call to the pipeline once the gateway is built."""
+class GatewayRoute:
+    """ASGI endpoint that hands each call to its handler once the gateway is built.
 
-    def __init__(self, deferred: _DeferredGateway, endpoint: str) -> None:
+    `handler` is `module:Class` within this package, imported on the first
+    call so that no route's code weighs on the cold start.
+    """
+
+    def __init__(self, deferred: _DeferredGateway, endpoint: str, handler: str) -> None:
         self._deferred = deferred
         self._endpoint = endpoint
+        self._handler = handler
+        self._class: type[GatewayEndpoint] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from .pipeline import MessagesEndpoint
-
-        await MessagesEndpoint(await self._deferred.get(), self._endpoint)(scope, receive, send)
+        if self._class is None:
+            module, _, name = self._handler.partition(":")
+            self._class = getattr(import_module(f".{module}", __package__), name)
+        gateway = await self._deferred.get()
+        await self._class(gateway, self._endpoint)(scope, receive, send)
 
 
 def create_app(config: Settings | None = None) -> Starlette:
@@ -135,11 +147,13 @@ def create_app(config: Settings | None = None) -> Starlette:
     return Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
-            Route("/v1/messages", gateway.endpoint("messages"), methods=["POST"]),
-            Route(
-                "/v1/messages/count_tokens",
-                gateway.endpoint("count_tokens"),
-                methods=["POST"],
+            *(
+                Route(
+                    route.path,
+                    gateway.endpoint(route.endpoint, route.handler),
+                    methods=list(route.methods) if route.methods else None,
+                )
+                for route in surface.ROUTES
             ),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},

@@ -6,9 +6,10 @@ header names), Host (httpx sets the upstream's), the body framing
 (recomputed), and the adapter's and Function URL's own `x-amzn-*` and
 `x-forwarded-*` headers. Content-Type is always `application/json`: the
 gateway forwards only bodies it parsed as a JSON object, and the upstream must
-read them as the same JSON the policies saw. Downstream: the upstream's
-headers (`request-id`, `anthropic-ratelimit-*`, `retry-after`, ...) minus
-hop-by-hop and framing.
+read them as the same JSON the policies saw; a route passed through unread
+(Models, Files) keeps the client's own. Downstream: the upstream's headers
+(`request-id`, `anthropic-ratelimit-*`, `retry-after`, ...) minus hop-by-hop
+and framing.
 """
 
 from __future__ import annotations
@@ -70,3 +71,12 @@ def downstream_headers(raw: Iterable[tuple[str, str]]) -> list[tuple[bytes, byte
         for key, value in pairs
         if key not in dropped
     ]
+
+
+def with_content_type(headers: list[tuple[str, str]], value: bytes | None) -> list[tuple[str, str]]:
+    """`headers` with the client's own Content-Type (or none, as it sent none) instead of
+    JSON's: for a body the gateway forwards without reading it, such as a file upload."""
+    out = [(key, text) for key, text in headers if key != "content-type"]
+    if value is not None:
+        out.append(("content-type", value.decode("latin-1")))
+    return out

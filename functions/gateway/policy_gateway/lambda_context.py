@@ -17,6 +17,8 @@ class InvocationContext:
     request_id: str | None = None
     deadline_epoch: float | None = None
     url_request_id: str | None = None
+    url_domain: str | None = None
+    """The Function URL's own host name, as Lambda saw the request arrive."""
 
 
 def _json_header(value: str | None) -> dict[str, Any]:
@@ -37,4 +39,5 @@ def from_headers(lambda_context: str | None, request_context: str | None) -> Inv
         request_id=str(lam["request_id"]) if lam.get("request_id") else None,
         deadline_epoch=deadline / 1000 if isinstance(deadline, int | float) else None,
         url_request_id=str(req["requestId"]) if req.get("requestId") else None,
+        url_domain=str(req["domainName"]) if req.get("domainName") else None,
     )

@@ -13,7 +13,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +43,7 @@ _SSE_HEADERS = [
 # Bodies in these encodings are not a JSON document; forwarding one would let
 # the upstream read something other than what the policies saw.
 _FORM_TYPES = (b"multipart/", b"application/x-www-form-urlencoded")
-_DEADLINE = (504, "The gateway ended the call before its Lambda deadline.", "timeout_error")
+DEADLINE_ERROR = (504, "The gateway ended the call before its Lambda deadline.", "timeout_error")
 
 
 @dataclass
@@ -58,7 +58,7 @@ class Gateway:
 
 
 @dataclass
-class _Call:
+class Call:
     """The state of one call, for its log line and metrics."""
 
     call_id: str
@@ -72,8 +72,13 @@ class _Call:
     caller: str | None = None
 
 
-class MessagesEndpoint:
-    """ASGI endpoint for POST /v1/messages and /v1/messages/count_tokens."""
+class GatewayEndpoint:
+    """The shell of every call: its id and log line, auth, the body, the client's disconnect.
+
+    Subclasses say how the body is read (`_read`) and what reaches the
+    upstream (`_proxy`); the call's bookkeeping, metrics and error answers
+    are the same on every route.
+    """
 
     def __init__(self, gateway: Gateway, endpoint: str) -> None:
         self._gateway = gateway
@@ -84,7 +89,7 @@ class MessagesEndpoint:
         invocation = lambda_context.from_headers(
             _text(header(b"x-amzn-lambda-context")), _text(header(b"x-amzn-request-context"))
         )
-        call = _Call(call_id=invocation.request_id or uuid.uuid4().hex, endpoint=self._endpoint)
+        call = Call(call_id=invocation.request_id or uuid.uuid4().hex, endpoint=self._endpoint)
         traced = tracing.begin_call(_text(header(b"x-amzn-trace-id")))
         with call_context(
             call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
@@ -92,11 +97,11 @@ class MessagesEndpoint:
             try:
                 await self._handle(scope, receive, send, header, call, invocation, traced)
             except GatewayError as exc:
-                await _respond(send, call, exc.status, exc.to_bytes())
+                await respond(send, call, exc.status, exc.to_bytes())
             finally:
                 self._finish(call)
 
-    def _finish(self, call: _Call) -> None:
+    def _finish(self, call: Call) -> None:
         elapsed_ms = (time.perf_counter() - call.started) * 1000
         metrics.count(settings.METRIC_REQUESTS)
         metrics.milliseconds(settings.METRIC_LATENCY, elapsed_ms)
@@ -120,14 +125,13 @@ class MessagesEndpoint:
         receive: Receive,
         send: Send,
         header: Callable[[bytes], bytes | None],
-        call: _Call,
+        call: Call,
         invocation: lambda_context.InvocationContext,
         traced: bool,
     ) -> None:
         credentials = await self._gateway.auth.authorize(scope["headers"])
         call.caller = credentials.caller
-        _check_content_type(header(b"content-type"))
-        original = await _read_body(receive, header(b"content-length"))
+        original = await self._read(receive, header)
         with anyio.CancelScope() as until_disconnect:
             watcher = asyncio.get_running_loop().create_task(
                 _watch_disconnect(receive, call, until_disconnect)
@@ -140,11 +144,82 @@ class MessagesEndpoint:
             call.status = 499
             logger.info("client disconnected; stopped the call")
 
+    async def _read(self, receive: Receive, header: Callable[[bytes], bytes | None]) -> bytes:
+        """The request body: a JSON document the policies will read."""
+        _check_content_type(header(b"content-type"))
+        return await read_body(receive, header(b"content-length"))
+
     async def _proxy(
         self,
         scope: Scope,
         send: Send,
-        call: _Call,
+        call: Call,
+        invocation: lambda_context.InvocationContext,
+        traced: bool,
+        credentials: Credentials,
+        original: bytes,
+    ) -> None:
+        raise NotImplementedError
+
+    def _deadline(self, invocation: lambda_context.InvocationContext) -> float | None:
+        """When this call must have answered: the Lambda deadline less the margin."""
+        deadline = invocation.deadline_epoch
+        return None if deadline is None else deadline - self._gateway.config.deadline_margin
+
+    async def _reach(
+        self,
+        send: Send,
+        call: Call,
+        credentials: Credentials,
+        reach: Callable[[], Awaitable[UpstreamResponse]],
+        deadline: float | None,
+        *,
+        read: bool,
+    ) -> tuple[UpstreamResponse, bytes] | None:
+        """Reach the upstream within the deadline; the answer, or None once its error was sent.
+
+        With `read`, the whole body comes back too (it is b"" otherwise). An
+        upstream status error goes to the client as the upstream said it, with
+        this call's credentials scrubbed from it.
+        """
+        body = b""
+        try:
+            # The deadline covers the wait for the upstream's answer too: a
+            # slow first byte must not outlive the Lambda invocation either.
+            with anyio.move_on_after(seconds_until(deadline)) as budget:
+                upstream = await reach()
+                if read:
+                    try:
+                        body = await upstream.read()
+                    finally:
+                        upstream.span.end()
+        except UpstreamStatusError as error:
+            if call.fallback == "failed":
+                metrics.count(settings.METRIC_FALLBACK_FAILED)
+            error.span.end()
+            await respond(
+                send, call, error.status, credentials.scrub(error.client_body), error.headers
+            )
+            return None
+        except UpstreamUnavailable as exc:
+            if call.fallback == "failed":
+                metrics.count(settings.METRIC_FALLBACK_FAILED)
+            raise GatewayError(504 if exc.timeout else 502, str(exc)) from None
+        if budget.cancelled_caught:
+            raise GatewayError(*DEADLINE_ERROR)
+        if call.fallback == "succeeded":
+            metrics.count(settings.METRIC_FALLBACK_SUCCEEDED)
+        return upstream, body
+
+
+class MessagesEndpoint(GatewayEndpoint):
+    """ASGI endpoint for POST /v1/messages and /v1/messages/count_tokens."""
+
+    async def _proxy(
+        self,
+        scope: Scope,
+        send: Send,
+        call: Call,
         invocation: lambda_context.InvocationContext,
         traced: bool,
         credentials: Credentials,
@@ -152,27 +227,21 @@ class MessagesEndpoint:
     ) -> None:
         """Parse, run the chain, reach the upstream (with the fallback), relay the answer."""
         gateway = self._gateway
-        request = _parse(original)
+        request = parse_object(original)
         call.stream = self._endpoint == "messages" and request.get("stream") is True
         chain = await gateway.policies.chain()
         ctx = PolicyContext(endpoint=self._endpoint, stream=call.stream, call_id=call.call_id)
         try:
             await chain.apply_request(request, ctx)
         except (PolicyViolation, PolicyFailure) as exc:
-            raise _policy_error(exc) from None
+            raise policy_error(exc) from None
         if chain.modifies_requests and (request.get("stream") is True) != call.stream:
-            raise _policy_error(PolicyFailure("<chain>", "on_request: changed 'stream'"))
-        sent = _dump(request) if chain.modifies_requests else original
+            raise policy_error(PolicyFailure("<chain>", "on_request: changed 'stream'"))
+        sent = dump_json(request) if chain.modifies_requests else original
         attempted = fallback.Attempted(original=original, sent=sent, modified=request)
         forward = credentials.headers
-        deadline = invocation.deadline_epoch
-        if deadline is not None:
-            deadline -= gateway.config.deadline_margin
-        path = scope["path"]
-        if scope.get("query_string"):
-            # A credential never travels upstream in the URL either (a client
-            # that put its gateway key there would hand it to Anthropic).
-            path += "?" + credentials.scrub(scope["query_string"]).decode("latin-1")
+        deadline = self._deadline(invocation)
+        path = upstream_path(scope, credentials)
 
         async def attempt(body: bytes, label: str) -> UpstreamResponse:
             call.attempts += 1
@@ -205,40 +274,29 @@ class MessagesEndpoint:
             call.fallback = "succeeded"
             return upstream
 
-        body = b""
-        try:
-            # The deadline covers the wait for the upstream's answer too: a
-            # slow first byte must not outlive the Lambda invocation either.
-            with anyio.move_on_after(_seconds_until(deadline)) as budget:
-                upstream = await reach_upstream()
-                if not call.stream:
-                    try:
-                        body = await upstream.read()
-                    finally:
-                        upstream.span.end()
-        except UpstreamStatusError as error:
-            if call.fallback == "failed":
-                metrics.count(settings.METRIC_FALLBACK_FAILED)
-            error.span.end()
-            await _respond(
-                send, call, error.status, credentials.scrub(error.client_body), error.headers
-            )
+        reached = await self._reach(
+            send, call, credentials, reach_upstream, deadline, read=not call.stream
+        )
+        if reached is None:
             return
-        except UpstreamUnavailable as exc:
-            if call.fallback == "failed":
-                metrics.count(settings.METRIC_FALLBACK_FAILED)
-            raise GatewayError(504 if exc.timeout else 502, str(exc)) from None
-        if budget.cancelled_caught:
-            raise GatewayError(*_DEADLINE)
-        if call.fallback == "succeeded":
-            metrics.count(settings.METRIC_FALLBACK_SUCCEEDED)
+        upstream, body = reached
         if call.stream:
             await _relay_stream(upstream, chain, ctx, call, send, deadline)
         else:
             await _relay_json(upstream, body, chain, ctx, call, send)
 
 
-async def _watch_disconnect(receive: Receive, call: _Call, scope: anyio.CancelScope) -> None:
+def upstream_path(scope: Scope, credentials: Credentials) -> str:
+    """The path (and query) the upstream gets: the client's, minus any credential."""
+    path: str = scope["path"]
+    if scope.get("query_string"):
+        # A credential never travels upstream in the URL either (a client
+        # that put its gateway key there would hand it to Anthropic).
+        path += "?" + credentials.scrub(scope["query_string"]).decode("latin-1")
+    return path
+
+
+async def _watch_disconnect(receive: Receive, call: Call, scope: anyio.CancelScope) -> None:
     """Cancel the call's work the moment the client goes away.
 
     A streaming Lambda keeps running, and billing, until it stops reading the
@@ -250,7 +308,7 @@ async def _watch_disconnect(receive: Receive, call: _Call, scope: anyio.CancelSc
     scope.cancel()
 
 
-def _seconds_until(deadline: float | None) -> float | None:
+def seconds_until(deadline: float | None) -> float | None:
     return None if deadline is None else deadline - time.time()
 
 
@@ -259,7 +317,7 @@ async def _relay_json(
     body: bytes,
     chain: PolicyChain,
     ctx: PolicyContext,
-    call: _Call,
+    call: Call,
     send: Send,
 ) -> None:
     if chain.has_response_hooks and ctx.endpoint == "messages":
@@ -271,16 +329,16 @@ async def _relay_json(
             try:
                 await chain.apply_response(response, ctx)
             except (PolicyViolation, PolicyFailure) as exc:
-                raise _policy_error(exc) from None
-            body = _dump(response)
-    await _respond(send, call, upstream.status, body, upstream.headers)
+                raise policy_error(exc) from None
+            body = dump_json(response)
+    await respond(send, call, upstream.status, body, upstream.headers)
 
 
 async def _relay_stream(
     upstream: UpstreamResponse,
     chain: PolicyChain,
     ctx: PolicyContext,
-    call: _Call,
+    call: Call,
     send: Send,
     deadline: float | None,
 ) -> None:
@@ -345,11 +403,11 @@ async def _relay_stream(
 
     failure: tuple[int, str, str | None] | None = None
     try:
-        with anyio.move_on_after(_seconds_until(deadline)) as budget:
+        with anyio.move_on_after(seconds_until(deadline)) as budget:
             try:
                 await pump()
             except (PolicyViolation, PolicyFailure) as exc:
-                error = _policy_error(exc)
+                error = policy_error(exc)
                 failure = (error.status, error.message, error.error_type)
             except OSError:
                 call.disconnected = True
@@ -364,26 +422,26 @@ async def _relay_stream(
                 logger.warning("upstream stream failed", extra={"error_type": type(exc).__name__})
                 failure = (502, "The upstream stream ended unexpectedly.", "api_error")
         if budget.cancelled_caught:
-            failure = _DEADLINE
+            failure = DEADLINE_ERROR
     finally:
         await upstream.close()
         upstream.span.end()
     if failure is not None:
         status, message, kind = failure
         if not committed:
-            await _respond(send, call, status, error_bytes(status, message, kind))
+            await respond(send, call, status, error_bytes(status, message, kind))
             return
         frame = StreamEvent.from_json("error", error_body(status, message, kind))
         await send({"type": "http.response.body", "body": sse.encode(frame), "more_body": True})
     elif not committed:
-        await _respond(
+        await respond(
             send, call, 502, error_bytes(502, "The upstream stream ended before any event.")
         )
         return
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def _policy_error(exc: PolicyViolation | PolicyFailure) -> GatewayError:
+def policy_error(exc: PolicyViolation | PolicyFailure) -> GatewayError:
     if isinstance(exc, PolicyViolation):
         metrics.count(settings.METRIC_POLICY_BLOCKS)
         return GatewayError(exc.status, exc.message, exc.error_type)
@@ -399,7 +457,7 @@ def _policy_error(exc: PolicyViolation | PolicyFailure) -> GatewayError:
     return GatewayError(500, f"Policy {exc.policy!r} failed; the call was refused.", "api_error")
 
 
-async def _read_body(receive: Receive, declared: bytes | None) -> bytes:
+async def read_body(receive: Receive, declared: bytes | None) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > settings.MAX_REQUEST_BYTES:
         raise GatewayError(413, _too_large(), "request_too_large")
     chunks: list[bytes] = []
@@ -436,7 +494,7 @@ def _check_content_type(value: bytes | None) -> None:
         )
 
 
-def _parse(body: bytes) -> dict[str, Any]:
+def parse_object(body: bytes) -> dict[str, Any]:
     try:
         parsed = json.loads(body)
     except ValueError as exc:
@@ -448,7 +506,7 @@ def _parse(body: bytes) -> dict[str, Any]:
     return parsed
 
 
-def _dump(document: dict[str, Any]) -> bytes:
+def dump_json(document: dict[str, Any]) -> bytes:
     """Serialize a (policy-changed) document for the wire.
 
     UTF-8 as is when possible; a lone surrogate (legal in JSON text, not in
@@ -472,9 +530,9 @@ def _merge(
     return [item for item in upstream if item[0] not in replaced] + ours
 
 
-async def _respond(
+async def respond(
     send: Send,
-    call: _Call,
+    call: Call,
     status: int,
     body: bytes,
     headers: list[tuple[bytes, bytes]] | None = None,

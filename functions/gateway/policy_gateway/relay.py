@@ -187,6 +187,7 @@ class Relay:
         traced: bool,
         label: str,
         deadline: float | None = None,
+        method: str = "POST",
     ) -> UpstreamResponse:
         """Send until success, a non-retryable error, or retries run out.
 
@@ -196,7 +197,7 @@ class Relay:
         """
         try:
             request = self._client.build_request(
-                "POST", self._base_url + path, content=body, headers=list(headers)
+                method, self._base_url + path, content=body, headers=list(headers)
             )
         except UnicodeEncodeError:
             raise GatewayError(400, "A request header value is not ASCII.") from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 SERVICE_NAME = "policy-gateway"
 METRICS_NAMESPACE = "PolicyGateway"
@@ -54,6 +55,10 @@ ENV_UPSTREAM_API_KEY_SECRET = "UPSTREAM_API_KEY_SECRET"
 ENV_SECRETS_TTL = "SECRETS_TTL_SECONDS"
 ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+ENV_ALLOW_FILES_API = "ALLOW_FILES_API"
+ENV_GATEWAY_PUBLIC_URL = "GATEWAY_PUBLIC_URL"
+# Set by Lambda itself; the adapter's context headers are trusted only then.
+ENV_LAMBDA_TASK_ROOT = "LAMBDA_TASK_ROOT"
 
 DEFAULT_UPSTREAM_BASE_URL = "https://api.anthropic.com"
 DEFAULT_UPSTREAM_MAX_RETRIES = 2
@@ -74,6 +79,10 @@ DEFAULT_AUTH_MODE = AUTH_PASSTHROUGH
 DEFAULT_GATEWAY_KEYS_SECRET = "policy-gateway/gateway-keys"
 DEFAULT_UPSTREAM_API_KEY_SECRET = "policy-gateway/anthropic-api-key"
 DEFAULT_SECRETS_TTL = 60.0
+
+# The Files API is refused unless the operator turns it on: no policy can see
+# an uploaded file, and a later message may reference it by id.
+DEFAULT_ALLOW_FILES_API = False
 
 # The Function URL rejects larger payloads; checking first means an oversized
 # body is refused before it is parsed or sent anywhere.
@@ -98,12 +107,27 @@ class Settings:
     gateway_keys_secret: str = DEFAULT_GATEWAY_KEYS_SECRET
     upstream_api_key_secret: str = DEFAULT_UPSTREAM_API_KEY_SECRET
     secrets_ttl: float = DEFAULT_SECRETS_TTL
+    allow_files_api: bool = DEFAULT_ALLOW_FILES_API
+    public_url: str | None = None
+    """The gateway's own base URL as clients reach it, for the batch `results_url`s it hands out."""
+    trust_lambda_context: bool = False
+    """Read x-amzn-lambda-context / x-amzn-request-context. Only in Lambda is the
+    adapter the one who sets them; elsewhere a client could pick the call id and
+    the deadline."""
 
     def __post_init__(self) -> None:
         # A typo here must stop the gateway at start-up: guessing a mode could
         # open the gateway to anyone or lock everyone out.
         if self.auth_mode not in AUTH_MODES:
             raise ValueError(f"{ENV_AUTH_MODE} must be one of {AUTH_MODES}, got {self.auth_mode!r}")
+        if self.public_url is not None:
+            parts = urlsplit(self.public_url)
+            usable = parts.scheme in ("http", "https") and parts.netloc
+            if not usable or parts.query or parts.fragment:
+                raise ValueError(
+                    f"{ENV_GATEWAY_PUBLIC_URL} must be an http(s) URL without a query or fragment, "
+                    f"got {self.public_url!r}"
+                )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -131,4 +155,16 @@ class Settings:
                 env.get(ENV_UPSTREAM_API_KEY_SECRET) or DEFAULT_UPSTREAM_API_KEY_SECRET
             ),
             secrets_ttl=float(env.get(ENV_SECRETS_TTL, DEFAULT_SECRETS_TTL)),
+            allow_files_api=_switch(ENV_ALLOW_FILES_API, env.get(ENV_ALLOW_FILES_API)),
+            public_url=(env.get(ENV_GATEWAY_PUBLIC_URL) or "").strip().rstrip("/") or None,
+            trust_lambda_context=bool(env.get(ENV_LAMBDA_TASK_ROOT)),
         )
+
+
+def _switch(name: str, value: str | None) -> bool:
+    """`true` / `false` (any case; unset or empty is false). Anything else stops the start:
+    a security switch must not be guessed from `yes` or `1`."""
+    text = (value or "false").strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+    return text == "true"
