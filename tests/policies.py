@@ -63,3 +63,13 @@ class RefuseWord(Policy):
     async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
         if self.options.word in json.dumps(response.get("content")):
             raise PolicyViolation(f"the answer mentions {self.options.word!r}")
+
+
+class RefuseAll(Policy):
+    """Refuses every request and every response: shows which routes the policies see."""
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        raise PolicyViolation(f"probe: the request policies saw a {ctx.endpoint} request")
+
+    async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
+        raise PolicyViolation(f"probe: the response policies saw a {ctx.endpoint} response")
