@@ -4,11 +4,13 @@ batch objects pointing back at the gateway, results through the response policie
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
 import httpx2
+import psutil
 import pytest
 from policy_gateway import lambda_context, settings
 from policy_gateway.batches import public_base, rewrite_results_urls
@@ -18,6 +20,7 @@ from .conftest import UPSTREAM_KEY, GatewayFactory, sdk
 from .support.client import HEADERS, error_of, policy_chain
 from .support.fake_resources import errored, succeeded
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
+from .support.servers import gateway_process
 from .test_auth import client
 
 SECRET = "sk-ant-api03-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"
@@ -490,3 +493,77 @@ def test_results_errors_from_the_upstream_reach_the_client(
     response = raw_results(url, "msgbatch_nope")
     assert response.status_code == 404
     assert error_of(response.content)["message"] == "batch has no results yet"
+
+
+# ------------------------------------------------------------------ a large results file
+
+RESULT_LINES = 10_000
+PADDING = "lorem ipsum dolor sit amet " * 180  # about 5 KB per line, 50 MB in all
+RSS_GROWTH_LIMIT = 20 * 1024 * 1024
+
+
+def large_results(count: int) -> Callable[[], Iterator[bytes]]:
+    """A results file of `count` lines, made as it is sent; every tenth entry calls bash."""
+
+    def produce() -> Iterator[bytes]:
+        for index in range(count):
+            if index % 10 == 0:
+                entry = succeeded(f"r{index}", tool_message("bash", {"command": "ls"}, PADDING))
+            else:
+                entry = succeeded(f"r{index}", message(PADDING))
+            yield json.dumps(entry).encode() + b"\n"
+
+    return produce
+
+
+class PeakRSS:
+    """The highest resident set size of a process while the block runs, sampled every 10 ms."""
+
+    def __init__(self, pid: int) -> None:
+        self.process = psutil.Process(pid)
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self.process.memory_info().rss)
+
+    def __enter__(self) -> PeakRSS:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_a_10000_line_results_file_streams_in_flat_memory(
+    upstream: FakeUpstream, upstream_url: str
+) -> None:
+    """A gateway process (as Lambda runs it) relays 50 MB of results through block_tool_calls
+    holding one line at a time: its resident memory does not grow with the file."""
+    env = {"UPSTREAM_BASE_URL": upstream_url, "POLICY_CONFIG": BLOCK_BASH}
+    with gateway_process(env) as (url, process):
+        client = sdk(url, timeout=120)
+        upstream.resources.results["msgbatch_fake_0001"] = large_results(500)
+        upstream.resources.results["msgbatch_fake_0002"] = large_results(RESULT_LINES)
+        warm = client.messages.batches.create(requests=[{"custom_id": "w", "params": params("")}])
+        assert sum(1 for _ in client.messages.batches.results(warm.id)) == 500
+        baseline = psutil.Process(process.pid).memory_info().rss
+        batch = client.messages.batches.create(requests=[{"custom_id": "b", "params": params("")}])
+        seen = blocked = 0
+        with PeakRSS(process.pid) as rss:
+            for entry in client.messages.batches.results(batch.id):
+                assert entry.result.type == "succeeded"
+                assert entry.custom_id == f"r{seen}"
+                kinds = [block.type for block in entry.result.message.content]
+                if seen % 10 == 0:
+                    assert kinds == ["text", "text"]
+                    blocked += 1
+                else:
+                    assert kinds == ["text"]
+                seen += 1
+    assert (seen, blocked) == (RESULT_LINES, RESULT_LINES // 10)
+    growth = rss.peak - baseline
+    assert growth < RSS_GROWTH_LIMIT, f"RSS grew {growth / 2**20:.1f} MB over a 50 MB file"
