@@ -50,12 +50,17 @@ COLD_RUNS = 5
 STREAMS = 200
 STREAM_EVENTS = 50
 STREAM_INTERVAL_MS = 40
+RESULT_LINES = 10_000
+RESULT_RUNS = 5
 
 TARGET = "BENCH_TARGET"
 REWRITTEN = "BENCH_REWRITE"
 NOOP_CHAIN = json.dumps({"policies": [{"policy": "noop"}]})
 REPLACE_CHAIN = json.dumps(
     {"policies": [{"policy": "string_replace", "options": {"replacements": [[TARGET, REWRITTEN]]}}]}
+)
+BLOCK_CHAIN = json.dumps(
+    {"policies": [{"policy": "block_tool_calls", "options": {"rules": [{"tool": "^bash$"}]}}]}
 )
 FLAG_ON = "/bench/fallback-on"
 FLAG_OFF = "/bench/fallback-off"
@@ -334,6 +339,39 @@ def measure_streaming(env: Environment, gateway: int, raw: dict[str, Any]) -> li
     ]
 
 
+def measure_results_stream(env: Environment, gateway: int, raw: dict[str, Any]) -> Figure:
+    """Batch results through block_tool_calls (every line parsed, judged, re-serialized)."""
+    path = "/v1/messages/batches/msgbatch_bench/results"
+    headers = {"x-bench-lines": str(RESULT_LINES)}
+    direct = Connection(HOST, env.upstream_port)
+    through = Connection(HOST, gateway)
+
+    def fetch(connection: Connection) -> Call:
+        def call() -> Response:
+            response = connection.get(path, headers)
+            arrived = response.body.count(b"\n")
+            if arrived != RESULT_LINES:
+                raise RuntimeError(f"{arrived} of {RESULT_LINES} lines arrived")
+            return response
+
+        return call
+
+    gw, dr = paired(fetch(through), fetch(direct), RESULT_RUNS, warmup=1)
+    blocked = through.get(path, headers).body.count(b"block_tool_calls blocked")
+    if blocked != RESULT_LINES // 10:
+        raise RuntimeError(f"{blocked} tool calls blocked, expected {RESULT_LINES // 10}")
+    raw["results"] = {"lines": RESULT_LINES, "gateway_s": gw, "direct_s": dr}
+    rate = RESULT_LINES / statistics.median(gw)
+    return Figure(
+        f"(7) batch results, {RESULT_LINES:,} lines, block_tool_calls",
+        rate,
+        "lines/s",
+        "report",
+        None,
+        f"direct {RESULT_LINES / statistics.median(dr):,.0f} lines/s",
+    )
+
+
 def measure_armed_fallback(on: int, off: int, raw: dict[str, Any]) -> Figure:
     body = request_body(LARGE_BYTES)
     armed = Connection(HOST, on)
@@ -548,6 +586,8 @@ def main() -> int:
         with env.gateway("noop", NOOP_CHAIN) as noop:
             figures += measure_latency(env, noop, raw)
             figures += measure_streaming(env, noop, raw)
+        with env.gateway("results", BLOCK_CHAIN) as results:
+            figures.append(measure_results_stream(env, results, raw))
         with (
             env.gateway("flag-on", REPLACE_CHAIN, FLAG_ON) as on,
             env.gateway("flag-off", REPLACE_CHAIN, FLAG_OFF) as off,

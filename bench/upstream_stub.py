@@ -7,6 +7,8 @@ Replies are chosen by request headers, which the gateway forwards untouched:
     x-bench-events: N        answer with an SSE stream of N events (else a JSON message)
     x-bench-interval-ms: T   pause T ms between events (to hold many streams open)
     x-bench-reject: MARKER   answer 400 invalid_request_error when the body contains MARKER
+    x-bench-lines: N         answer with a batch results file (JSONL) of N entries, every
+                             tenth a `bash` tool call, in 64 KB chunks
 
     python bench/upstream_stub.py PORT
 """
@@ -76,6 +78,36 @@ def stream_chunks(events: int) -> tuple[bytes, ...]:
     return tuple([*head, *middle, *tail][:events])
 
 
+@cache
+def results_chunks(lines: int) -> tuple[bytes, ...]:
+    """A results file of `lines` succeeded entries, as HTTP chunks of about 64 KB."""
+    text = json.loads(MESSAGE)
+    tool = {
+        **text,
+        "content": [
+            *text["content"],
+            {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}},
+        ],
+        "stop_reason": "tool_use",
+    }
+    body = b"".join(
+        json.dumps(
+            {
+                "custom_id": f"r{index}",
+                "result": {"type": "succeeded", "message": tool if index % 10 == 0 else text},
+            },
+            separators=(",", ":"),
+        ).encode()
+        + b"\n"
+        for index in range(lines)
+    )
+    size = 64 * 1024
+    return tuple(
+        b"%x\r\n%s\r\n" % (len(part), part)
+        for part in (body[start : start + size] for start in range(0, len(body), size))
+    )
+
+
 def _response_head(status: int, headers: list[tuple[str, str]]) -> bytes:
     reason = {200: "OK", 400: "Bad Request"}[status]
     lines = "".join(f"{name}: {value}\r\n" for name, value in headers)
@@ -125,6 +157,15 @@ class StubProtocol(asyncio.Protocol):
         marker = headers.get("x-bench-reject")
         if marker and marker.encode() in body:
             self._send_json(400, REJECTION)
+        elif "x-bench-lines" in headers:
+            self._transport.write(
+                _response_head(
+                    200,
+                    [("content-type", "application/binary"), ("transfer-encoding", "chunked")],
+                )
+                + b"".join(results_chunks(int(headers["x-bench-lines"])))
+                + b"0\r\n\r\n"
+            )
         elif "x-bench-events" in headers:
             chunks = stream_chunks(int(headers["x-bench-events"]))
             interval = float(headers.get("x-bench-interval-ms", "0")) / 1000

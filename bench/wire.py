@@ -3,7 +3,7 @@
 A general-purpose client (httpx, requests) spends more time per call than the
 gateway is allowed to add, and its own jitter would blur the p99. This one
 does only what the benchmark needs: keep-alive POSTs with a Content-Length
-body, responses framed by Content-Length or chunked encoding, and the moment
+body and GETs, responses framed by Content-Length or chunked encoding, and the moment
 the first complete SSE event arrived.
 """
 
@@ -38,10 +38,12 @@ class Response:
         return self.body.count(b"\n\n")
 
 
-def request_head(host: str, port: int, path: str, length: int, extra: dict[str, str]) -> bytes:
+def request_head(
+    host: str, port: int, path: str, length: int, extra: dict[str, str], method: str = "POST"
+) -> bytes:
     lines = "".join(f"{name}: {value}\r\n" for name, value in extra.items())
     return (
-        f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\n{BASE_HEADERS}{lines}"
+        f"{method} {path} HTTP/1.1\r\nhost: {host}:{port}\r\n{BASE_HEADERS}{lines}"
         f"content-length: {length}\r\n\r\n"
     ).encode("latin-1")
 
@@ -59,8 +61,13 @@ class Connection:
     def close(self) -> None:
         self._sock.close()
 
-    def post(self, path: str, body: bytes, headers: dict[str, str] | None = None) -> Response:
-        head = request_head(self.host, self.port, path, len(body), headers or {})
+    def get(self, path: str, headers: dict[str, str] | None = None) -> Response:
+        return self.post(path, b"", headers, method="GET")
+
+    def post(
+        self, path: str, body: bytes, headers: dict[str, str] | None = None, method: str = "POST"
+    ) -> Response:
+        head = request_head(self.host, self.port, path, len(body), headers or {}, method)
         started = time.perf_counter()
         self._sock.sendall(head + body if len(body) < 65536 else head)
         if len(body) >= 65536:
