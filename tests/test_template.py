@@ -210,6 +210,10 @@ def test_environment_uses_the_names_settings_reads() -> None:
     assert _ref(env[ENV_AUTH_MODE]) == "AuthMode"
     assert _ref(env[ENV_GATEWAY_KEYS_SECRET]) == "GatewayKeysSecret"
     assert _ref(env[ENV_UPSTREAM_API_KEY_SECRET]) == "UpstreamApiKeySecret"
+    assert _ref(env[settings.ENV_ALLOW_FILES_API]) == "AllowFilesApi"
+    assert _parameter_default("AllowFilesApi") == str(settings.DEFAULT_ALLOW_FILES_API).lower()
+    assert _ref(env[settings.ENV_GATEWAY_PUBLIC_URL]) == "GatewayPublicUrl"
+    assert _parameter_default("GatewayPublicUrl") == ""
     # Every other variable must be a name the code knows: a typo here would be
     # silently ignored at run time.
     known = {
