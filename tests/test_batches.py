@@ -17,6 +17,7 @@ from policy_gateway.batches import public_base, rewrite_results_urls
 from policy_gateway.errors import GatewayError
 
 from .conftest import UPSTREAM_KEY, GatewayFactory, sdk
+from .faulty_policies import INTERNALS
 from .support.client import HEADERS, error_of, policy_chain
 from .support.fake_resources import errored, succeeded
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
@@ -121,14 +122,25 @@ def test_a_refused_entry_refuses_the_batch_and_is_named(
     assert upstream.requests == []
 
 
+@pytest.mark.parametrize(
+    ("policy", "named"),
+    [
+        ("tests.faulty_policies:ExplodeOnRequest", "ExplodeOnRequest"),
+        ("tests.policies:FlipStream", "<chain>"),
+    ],
+    ids=["raises", "changes-stream"],
+)
 def test_a_crashing_policy_refuses_the_batch_naming_the_entry(
-    make_gateway: GatewayFactory, upstream: FakeUpstream
+    make_gateway: GatewayFactory, upstream: FakeUpstream, policy: str, named: str
 ) -> None:
-    client = sdk(make_gateway(policy_config=policy_chain(("tests.policies:FlipStream", {}))))
+    client = sdk(make_gateway(policy_config=policy_chain((policy, {}))))
     with pytest.raises(anthropic.InternalServerError) as caught:
         client.messages.batches.create(requests=[{"custom_id": "only", "params": params("hi")}])
-    message_text = caught.value.body["error"]["message"]  # type: ignore[index]
-    assert "'only'" in message_text
+    error = caught.value.body["error"]  # type: ignore[index]
+    assert error["type"] == "api_error"
+    assert "'only'" in error["message"]
+    assert named in error["message"]
+    assert INTERNALS not in error["message"]
     assert upstream.requests == []
 
 
