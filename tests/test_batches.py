@@ -243,6 +243,30 @@ def test_every_batch_object_points_results_back_at_the_gateway(
     ]
 
 
+@pytest.mark.parametrize(
+    ("trusted", "expected"),
+    [(True, "https://abc123.lambda-url.eu-west-1.on.aws"), (False, "")],
+    ids=["in-lambda", "elsewhere"],
+)
+def test_results_url_host_comes_from_lambda_never_from_the_client(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, trusted: bool, expected: str
+) -> None:
+    url = make_gateway(trust_lambda_context=trusted)
+    sdk(url).messages.batches.create(requests=[{"custom_id": "a", "params": params("hi")}])
+    context = {"requestId": "r-1", "domainName": "abc123.lambda-url.eu-west-1.on.aws"}
+    response = httpx2.get(
+        url + "/v1/messages/batches/msgbatch_fake_0001",
+        headers={
+            **HEADERS,
+            "host": "evil.example",
+            "x-forwarded-host": "evil.example",
+            "x-amzn-request-context": json.dumps(context),
+        },
+    )
+    path = "/v1/messages/batches/msgbatch_fake_0001/results"
+    assert response.json()["results_url"] == expected + path
+
+
 def test_list_query_and_beta_client_pass_through(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
