@@ -12,7 +12,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from policy_gateway import settings
+from policy_gateway import settings, surface
 
 from .conftest import GatewayFactory, sdk
 from .support.client import HEADERS, error_of, policy_chain, request_body
@@ -75,6 +75,23 @@ def test_the_sdk_has_no_resource_the_gateway_has_not_decided_on() -> None:
         if isinstance(value, functools.cached_property) and not name.startswith("with_")
     }
     assert resources == KNOWN_RESOURCES
+
+
+def test_the_route_table_says_what_the_walk_finds() -> None:
+    def declared(coverage: str) -> set[tuple[str, str]]:
+        return {
+            (method, route.path)
+            for route in surface.ROUTES
+            if route.coverage == coverage
+            for method in route.methods or ("*",)
+        }
+
+    assert declared(surface.POLICIES) == COVERED
+    assert declared(surface.PASSTHROUGH) == PASSED
+    assert {path for _, path in declared(surface.SWITCHED)} == {
+        "/v1/files",
+        "/v1/files/{file_path:path}",
+    }
 
 
 def test_every_sdk_route_is_covered_passed_on_purpose_or_refused(

@@ -27,54 +27,28 @@ class ApiRoute:
     """The name on the call's log line."""
     handler: str
     coverage: str
-    hooks: str
-    """Which policy hooks see this route's traffic (README, docs/policies.md)."""
+    """POLICIES, PASSTHROUGH or SWITCHED (docs/policies.md says which hooks see each route)."""
 
 
 _BATCH = "/v1/messages/batches/{message_batch_id}"
+_MESSAGES = "pipeline:MessagesEndpoint"
+_CREATE = "batches:BatchCreateEndpoint"
+_RESULTS = "batch_results:ResultsEndpoint"
 _OBJECTS = "batches:BatchObjectEndpoint"
 _MODELS = "passthrough:PassthroughEndpoint"
 _FILES = "passthrough:FilesEndpoint"
 
 ROUTES: tuple[ApiRoute, ...] = (
-    ApiRoute(
-        "/v1/messages",
-        ("POST",),
-        "messages",
-        "pipeline:MessagesEndpoint",
-        POLICIES,
-        "on_request; on_response or on_stream_event / on_stream_end",
-    ),
-    ApiRoute(
-        "/v1/messages/count_tokens",
-        ("POST",),
-        "count_tokens",
-        "pipeline:MessagesEndpoint",
-        POLICIES,
-        "on_request (endpoint `count_tokens`)",
-    ),
-    ApiRoute(
-        "/v1/messages/batches",
-        ("POST",),
-        "batch_create",
-        "batches:BatchCreateEndpoint",
-        POLICIES,
-        "on_request on every entry's `params` (endpoint `messages`, not streaming)",
-    ),
-    ApiRoute(
-        f"{_BATCH}/results",
-        ("GET",),
-        "batch_results",
-        "batch_results:ResultsEndpoint",
-        POLICIES,
-        "on_response on every succeeded entry's `message`",
-    ),
-    ApiRoute("/v1/messages/batches", ("GET",), "batch_list", _OBJECTS, PASSTHROUGH, "none"),
-    ApiRoute(_BATCH, ("GET",), "batch_retrieve", _OBJECTS, PASSTHROUGH, "none"),
-    ApiRoute(_BATCH, ("DELETE",), "batch_delete", _OBJECTS, PASSTHROUGH, "none"),
-    ApiRoute(f"{_BATCH}/cancel", ("POST",), "batch_cancel", _OBJECTS, PASSTHROUGH, "none"),
-    ApiRoute("/v1/models", ("GET",), "models", _MODELS, PASSTHROUGH, "none"),
-    ApiRoute("/v1/models/{model_id}", ("GET",), "models", _MODELS, PASSTHROUGH, "none"),
-    ApiRoute("/v1/files", None, "files", _FILES, SWITCHED, "none"),
-    ApiRoute("/v1/files/{file_path:path}", None, "files", _FILES, SWITCHED, "none"),
+    ApiRoute("/v1/messages", ("POST",), "messages", _MESSAGES, POLICIES),
+    ApiRoute("/v1/messages/count_tokens", ("POST",), "count_tokens", _MESSAGES, POLICIES),
+    ApiRoute("/v1/messages/batches", ("POST",), "batch_create", _CREATE, POLICIES),
+    ApiRoute(f"{_BATCH}/results", ("GET",), "batch_results", _RESULTS, POLICIES),
+    ApiRoute("/v1/messages/batches", ("GET",), "batch_list", _OBJECTS, PASSTHROUGH),
+    ApiRoute(_BATCH, ("GET",), "batch_retrieve", _OBJECTS, PASSTHROUGH),
+    ApiRoute(_BATCH, ("DELETE",), "batch_delete", _OBJECTS, PASSTHROUGH),
+    ApiRoute(f"{_BATCH}/cancel", ("POST",), "batch_cancel", _OBJECTS, PASSTHROUGH),
+    ApiRoute("/v1/models", ("GET",), "models", _MODELS, PASSTHROUGH),
+    ApiRoute("/v1/models/{model_id}", ("GET",), "models", _MODELS, PASSTHROUGH),
+    ApiRoute("/v1/files", None, "files", _FILES, SWITCHED),
+    ApiRoute("/v1/files/{file_path:path}", None, "files", _FILES, SWITCHED),
 )
