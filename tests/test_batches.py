@@ -397,6 +397,12 @@ def test_results_pass_the_response_policies_through_the_sdk(
     assert results["expired"].type == "expired"
     # The SDK fetched the results through the gateway: the upstream saw the gateway's call.
     assert upstream.requests[-1].path == f"/v1/messages/batches/{batch.id}/results"
+    beta = {
+        entry.custom_id: entry.result for entry in client.beta.messages.batches.results(batch.id)
+    }
+    assert beta["blocked"].type == "succeeded"
+    assert beta["blocked"].message.stop_reason == "end_turn"
+    assert upstream.requests[-1].path == f"/v1/messages/batches/{batch.id}/results"
 
 
 def test_only_succeeded_entries_change_the_rest_pass_byte_for_byte(
