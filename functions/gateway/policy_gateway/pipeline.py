@@ -81,8 +81,12 @@ class MessagesEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         header = dict(scope["headers"]).get
-        invocation = lambda_context.from_headers(
-            _text(header(b"x-amzn-lambda-context")), _text(header(b"x-amzn-request-context"))
+        invocation = (
+            lambda_context.from_headers(
+                _text(header(b"x-amzn-lambda-context")), _text(header(b"x-amzn-request-context"))
+            )
+            if self._gateway.config.trust_lambda_context
+            else lambda_context.InvocationContext()
         )
         call = _Call(call_id=invocation.request_id or uuid.uuid4().hex, endpoint=self._endpoint)
         traced = tracing.begin_call(_text(header(b"x-amzn-trace-id")))
@@ -127,6 +131,7 @@ class MessagesEndpoint:
         credentials = await self._gateway.auth.authorize(scope["headers"])
         call.caller = credentials.caller
         _check_content_type(header(b"content-type"))
+        _check_content_encoding(header(b"content-encoding"))
         original = await _read_body(receive, header(b"content-length"))
         with anyio.CancelScope() as until_disconnect:
             watcher = asyncio.get_running_loop().create_task(
@@ -172,7 +177,7 @@ class MessagesEndpoint:
         if scope.get("query_string"):
             # A credential never travels upstream in the URL either (a client
             # that put its gateway key there would hand it to Anthropic).
-            path += "?" + credentials.scrub(scope["query_string"]).decode("latin-1")
+            path += "?" + credentials.scrub_query(scope["query_string"]).decode("latin-1")
 
         async def attempt(body: bytes, label: str) -> UpstreamResponse:
             call.attempts += 1
@@ -433,6 +438,18 @@ def _check_content_type(value: bytes | None) -> None:
             400,
             f"Content-Type {media.decode('latin-1')!r} is not supported; "
             "send the request body as application/json.",
+        )
+
+
+def _check_content_encoding(value: bytes | None) -> None:
+    """Refuse compressed bodies: the policies read the body as JSON text, and the
+    upstream must read the very same bytes (the header never goes upstream)."""
+    coding = (value or b"").strip().lower()
+    if coding and coding != b"identity":
+        raise GatewayError(
+            415,
+            f"Content-Encoding {coding.decode('latin-1')!r} is not supported; "
+            "send the request body uncompressed.",
         )
 
 

@@ -134,21 +134,27 @@ def _should_retry(response: httpx2.Response) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
+def _retry_after(headers: httpx2.Headers) -> float | None:
+    """The wait the upstream asked for: the first of `retry-after-ms`, `retry-after` that parses."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) * scale
+        except ValueError:
+            parsed = email.utils.parsedate_tz(value) if scale == 1.0 else None
+            if parsed is not None:
+                return float(email.utils.mktime_tz(parsed) - time.time())
+    return None
+
+
 def _retry_delay(retry: int, headers: httpx2.Headers | None) -> float:
-    if headers is not None:
-        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-            value = headers.get(name)
-            if value is None:
-                continue
-            try:
-                seconds = float(value) * scale
-            except ValueError:
-                parsed = email.utils.parsedate_tz(value) if scale == 1.0 else None
-                if parsed is None:
-                    continue
-                seconds = email.utils.mktime_tz(parsed) - time.time()
-            if seconds > 0:
-                return min(seconds, MAX_RETRY_AFTER)
+    # As the SDK has done: a wait outside (0, 60] s is ignored for the normal
+    # backoff, so an upstream (or a proxy) cannot park a call for minutes.
+    asked = None if headers is None else _retry_after(headers)
+    if asked is not None and 0 < asked <= MAX_RETRY_AFTER:
+        return asked
     backoff = min(INITIAL_RETRY_DELAY * 2.0**retry, MAX_RETRY_DELAY)
     return backoff * (1 - 0.25 * random.random())
 

@@ -54,6 +54,8 @@ ENV_UPSTREAM_API_KEY_SECRET = "UPSTREAM_API_KEY_SECRET"
 ENV_SECRETS_TTL = "SECRETS_TTL_SECONDS"
 ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+# Set by Lambda itself; the adapter's context headers are trusted only then.
+ENV_LAMBDA_TASK_ROOT = "LAMBDA_TASK_ROOT"
 
 DEFAULT_UPSTREAM_BASE_URL = "https://api.anthropic.com"
 DEFAULT_UPSTREAM_MAX_RETRIES = 2
@@ -98,6 +100,10 @@ class Settings:
     gateway_keys_secret: str = DEFAULT_GATEWAY_KEYS_SECRET
     upstream_api_key_secret: str = DEFAULT_UPSTREAM_API_KEY_SECRET
     secrets_ttl: float = DEFAULT_SECRETS_TTL
+    trust_lambda_context: bool = False
+    """Read x-amzn-lambda-context / x-amzn-request-context. Only in Lambda is the
+    adapter the one who sets them; elsewhere a client could pick the call id and
+    the deadline."""
 
     def __post_init__(self) -> None:
         # A typo here must stop the gateway at start-up: guessing a mode could
@@ -131,4 +137,5 @@ class Settings:
                 env.get(ENV_UPSTREAM_API_KEY_SECRET) or DEFAULT_UPSTREAM_API_KEY_SECRET
             ),
             secrets_ttl=float(env.get(ENV_SECRETS_TTL, DEFAULT_SECRETS_TTL)),
+            trust_lambda_context=bool(env.get(ENV_LAMBDA_TASK_ROOT)),
         )
