@@ -8,11 +8,15 @@ from __future__ import annotations
 import gzip
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, unquote_plus
 
 import httpx2
 import pytest
+from gateway_policies import PolicyViolation
+from gateway_policies.builtin.cap_max_tokens import CapMaxTokens
+from gateway_policies.testing import run_request
 from policy_gateway import settings
 from policy_gateway.auth import Credentials
 from policy_gateway.relay import _retry_delay
@@ -159,3 +163,204 @@ def test_lambda_context_headers_are_trusted_in_lambda(
     gateway_stdout.until(lambda text: "call finished" in text)
     [finished] = [line for line in gateway_stdout.lines() if line.get("message") == "call finished"]
     assert finished["call_id"] == "lambda-id"
+
+
+# --- 2. the fallback's record -------------------------------------------------------------
+
+CLIENT_KEY = "sk-ant-client-key-in-clear-0123456789"
+REPLACE_CHAIN = json.dumps(
+    {"policies": [{"policy": "string_replace", "options": {"replacements": [["alpha", "[a]"]]}}]}
+)
+
+
+def test_the_fallback_record_holds_no_credential_and_no_upstream_message(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    gateway_stdout: GatewayStdout,
+    set_flag: Callable[[str], None],
+) -> None:
+    set_flag("true")
+    url = make_gateway(policy_config=REPLACE_CHAIN)
+    echoed = Reply.error(
+        404, "not_found_error", f"model: claude-codename-zeta (key {CLIENT_KEY}) not found"
+    )
+    echoed.headers["request-id"] = f"req_{CLIENT_KEY}"
+    upstream.script(echoed, Reply(body=message("echo: served")))
+    body = request_body("alpha")
+    response = post(url, body, **{"x-api-key": CLIENT_KEY})
+    assert response.status_code == 200
+    text = gateway_stdout.until(lambda out: "call finished" in out)
+    assert CLIENT_KEY not in text
+    assert "claude-codename-zeta" not in text
+    [warning] = [line for line in gateway_stdout.lines() if line.get("level") == "WARNING"]
+    assert warning["upstream_error_type"] == "not_found_error"
+    assert warning["upstream_request_id"] == "req_[redacted]"
+    assert warning["changed_by_policy"] == {"string_replace": ["$.messages[0].content"]}
+
+
+# --- 3. the upstream reads what the policies read -----------------------------------------
+
+BLOCK_CHAIN = json.dumps(
+    {"policies": [{"policy": "block_tool_calls", "options": {"rules": [{"tool": "^bash$"}]}}]}
+)
+
+
+@pytest.mark.parametrize("value", ["true", 1, "false", 0, None, [True]])
+def test_stream_that_is_not_a_json_boolean_is_refused(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, value: Any
+) -> None:
+    url = make_gateway(policy_config=BLOCK_CHAIN)
+    response = post(url, {**request_body(), "stream": value})
+    assert "stream" in assert_error(response, 400, "invalid_request_error")
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"model": "m", "stream": true, "max_tokens": 5, "messages": [], "stream": false}',
+        b'{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "role": "assistant"}]}',
+    ],
+    ids=["top-level", "nested"],
+)
+@pytest.mark.parametrize("chain", [None, REPLACE_CHAIN], ids=["no-policies", "rewriting"])
+def test_duplicate_keys_are_refused(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, raw: bytes, chain: str | None
+) -> None:
+    url = make_gateway(policy_config=chain)
+    response = post(url, raw)
+    assert "duplicate key" in assert_error(response, 400, "invalid_request_error")
+    assert upstream.requests == []
+
+
+TOOL_CALL = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}}
+SSE_WITH_TOOL_CALL = (
+    b"event: content_block_start\n"
+    b'data: {"type":"content_block_start","index":0,"content_block":'
+    + json.dumps(TOOL_CALL).encode()
+    + b"}\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(raw=SSE_WITH_TOOL_CALL, content_type="text/event-stream"),
+        Reply(body=[message("a list, not an object")]),
+        Reply(raw=b"not json at all", content_type="application/json"),
+    ],
+    ids=["event-stream", "json-list", "not-json"],
+)
+def test_a_json_answer_the_response_policies_cannot_read_fails_closed(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, reply: Reply
+) -> None:
+    url = make_gateway(policy_config=BLOCK_CHAIN)
+    upstream.script(reply)
+    assert_error(post(url, request_body()), 502, "api_error")
+
+
+def test_a_json_answer_where_a_stream_was_asked_fails_closed_with_stream_policies(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(policy_config=BLOCK_CHAIN)
+    smuggled = {"type": "x", "note": "event: content_block_start\ndata: {}\n\n"}
+    upstream.script(
+        Reply(raw=(json.dumps(smuggled) + "\n\n").encode(), content_type="application/json")
+    )
+    assert_error(post(url, request_body(stream=True)), 502, "api_error")
+
+
+def test_without_response_policies_an_odd_answer_passes_as_it_came(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    rewrite = {"policy": "rewrite_model", "options": {"map": {"a": "b"}}}
+    url = make_gateway(policy_config=json.dumps({"policies": [rewrite]}))
+    upstream.script(Reply(body=["odd"]))
+    response = post(url, request_body())
+    assert response.status_code == 200
+    assert response.json() == ["odd"]
+
+
+# --- 4. numbers in every JSON form --------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [64000, 64000.0, "64000", " 64000 ", "6.4e4", 4096.5])
+def test_cap_max_tokens_caps_every_form_of_a_number(value: Any) -> None:
+    request = {**request_body(), "max_tokens": value, "thinking": {"budget_tokens": "9000"}}
+    out = run_request(CapMaxTokens({"max": 4096}), request)
+    assert out["max_tokens"] == 4096
+    assert type(out["max_tokens"]) is int
+    assert out["thinking"]["budget_tokens"] == 4095
+
+
+@pytest.mark.parametrize("value", ["lots", True, None, [], {}, "inf", "NaN", "Infinity"])
+def test_cap_max_tokens_refuses_what_is_no_number(value: Any) -> None:
+    with pytest.raises(PolicyViolation) as caught:
+        run_request(CapMaxTokens({"max": 4096}), {**request_body(), "max_tokens": value})
+    assert caught.value.status == 400
+    assert caught.value.error_type == "invalid_request_error"
+
+
+def test_a_float_max_tokens_is_capped_through_the_gateway(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(
+        policy_config=json.dumps(
+            {"policies": [{"policy": "cap_max_tokens", "options": {"max": 50}}]}
+        )
+    )
+    raw = json.dumps({**request_body(), "max_tokens": 0}).replace(
+        '"max_tokens": 0', '"max_tokens": 64000.0'
+    )
+    assert post(url, raw.encode()).status_code == 200
+    assert upstream.requests[0].json["max_tokens"] == 50
+    assert post(url, {**request_body(), "max_tokens": "x"}).status_code == 400
+    assert len(upstream.requests) == 1
+
+
+# --- 5. no input is a 500 -----------------------------------------------------------------
+
+
+def nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [500, 800, 950])
+def test_deeply_nested_json_never_breaks_the_fallback(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    gateway_stdout: GatewayStdout,
+    set_flag: Callable[[str], None],
+    depth: int,
+) -> None:
+    set_flag("true")
+    url = make_gateway(policy_config=REPLACE_CHAIN)
+    upstream.script(Reply.error(400, "invalid_request_error"), Reply(body=message("echo: ok")))
+    raw = json.dumps({**request_body("alpha"), "metadata": {"deep": nested(depth)}})
+    response = post(url, raw.encode())
+    assert response.status_code in (200, 400), response.text
+    text = gateway_stdout.until(lambda out: "call finished" in out)
+    assert "Traceback" not in text
+    [finished] = [line for line in gateway_stdout.lines() if line.get("message") == "call finished"]
+    assert finished["status"] == response.status_code
+    if response.status_code == 200:
+        assert finished["fallback"] == "succeeded"
+        [warning] = [line for line in gateway_stdout.lines() if line.get("level") == "WARNING"]
+        assert warning["changed_paths"] == ["$.messages[0].content"]
+
+
+def test_a_policy_walking_a_too_deep_body_is_a_400_not_a_500(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(policy_config=json.dumps({"policies": [{"policy": "redact_secrets"}]}))
+    block: Any = {"type": "text", "text": "sk-ant-0123456789abcdef"}
+    for _ in range(300):
+        block = {"type": "tool_result", "tool_use_id": "t", "content": [block]}
+    raw = json.dumps({**request_body(), "messages": [{"role": "user", "content": [block]}]})
+    response = post(url, raw.encode())
+    assert response.status_code in (200, 400), response.text
+    if response.status_code == 200:
+        assert "sk-ant-0123456789abcdef" not in upstream.requests[0].body.decode()

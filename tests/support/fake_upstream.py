@@ -49,6 +49,7 @@ class Reply:
     break_after: int | None = None
     delay: float = 0.0
     event_delay: float = 0.0
+    content_type: str | None = None
 
     @classmethod
     def error(cls, status: int, error_type: str, message: str = "scripted error") -> Reply:
@@ -187,6 +188,8 @@ class FakeUpstream:
         if reply.events is None:
             body = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
             content_type = b"text/html" if reply.raw is not None else b"application/json"
+            if reply.content_type is not None:
+                content_type = reply.content_type.encode()
             await send(
                 {
                     "type": "http.response.start",
@@ -200,7 +203,10 @@ class FakeUpstream:
             {
                 "type": "http.response.start",
                 "status": reply.status,
-                "headers": [(b"content-type", b"text/event-stream"), *out_headers],
+                "headers": [
+                    (b"content-type", (reply.content_type or "text/event-stream").encode()),
+                    *out_headers,
+                ],
             }
         )
         events = reply.events

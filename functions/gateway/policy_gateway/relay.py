@@ -55,6 +55,12 @@ class UpstreamStatusError(Exception):
         self.headers = [(k, v) for k, v in self.headers if k != b"x-should-retry"]
         self.headers.append((b"x-should-retry", b"false"))
 
+    def _payload(self) -> object:
+        try:
+            return json.loads(self.body)
+        except (ValueError, RecursionError):
+            return None
+
     @property
     def client_body(self) -> bytes:
         """The body for the client: the upstream's own when it is Anthropic-shaped.
@@ -62,10 +68,7 @@ class UpstreamStatusError(Exception):
         A load balancer's HTML page or a proxy's odd JSON becomes an
         Anthropic-shaped error with the same status, so SDKs parse it.
         """
-        try:
-            payload = json.loads(self.body)
-        except ValueError:
-            payload = None
+        payload = self._payload()
         if (
             isinstance(payload, dict)
             and payload.get("type") == "error"
@@ -77,13 +80,20 @@ class UpstreamStatusError(Exception):
         )
 
     @property
-    def message(self) -> str:
-        """The upstream's `error.message`, for the fallback's log line."""
-        try:
-            payload = json.loads(self.body)
-            return str(payload["error"]["message"])[:500]
-        except (ValueError, KeyError, TypeError):
-            return f"non-JSON error body ({len(self.body)} bytes)"
+    def error_type(self) -> str:
+        """The upstream's `error.type`, for the fallback's log line (never its message)."""
+        payload = self._payload()
+        error = payload.get("error") if isinstance(payload, dict) else None
+        kind = error.get("type") if isinstance(error, dict) else None
+        return kind[:100] if isinstance(kind, str) else "<not an API error body>"
+
+    @property
+    def request_id(self) -> str | None:
+        """The upstream's `request-id` header: what Anthropic support asks for."""
+        for key, value in self.headers:
+            if key == b"request-id":
+                return value.decode("latin-1")[:100]
+        return None
 
 
 class UpstreamUnavailable(Exception):
