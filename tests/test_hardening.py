@@ -9,10 +9,12 @@ import gzip
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, unquote_plus
 
 import httpx2
+import psutil
 import pytest
 from gateway_policies import PolicyViolation
 from gateway_policies.builtin.cap_max_tokens import CapMaxTokens
@@ -24,6 +26,7 @@ from policy_gateway.relay import _retry_delay
 from .conftest import GatewayFactory, GatewayStdout
 from .support.client import HEADERS, error_of, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message
+from .support.servers import gateway_process
 
 
 def post(url: str, body: Any, *, path: str = "/v1/messages", **headers: str) -> httpx2.Response:
@@ -364,3 +367,44 @@ def test_a_policy_walking_a_too_deep_body_is_a_400_not_a_500(
     assert response.status_code in (200, 400), response.text
     if response.status_code == 200:
         assert "sk-ant-0123456789abcdef" not in upstream.requests[0].body.decode()
+
+
+# --- 6. memory on the fallback path -------------------------------------------------------
+
+# One parse of a 5 MB body of empty objects is ~110 MB of dicts; the request sent
+# and the original parsed once on the error path make two. Before the fix the
+# error path parsed and deep-copied it four times and more (~700 MB).
+FALLBACK_PEAK_GROWTH_MB = 400
+
+
+def _peak_rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) / 1024
+
+
+def test_the_fallback_path_holds_at_most_two_documents_of_a_large_body(
+    upstream: FakeUpstream, upstream_url: str, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    env = {
+        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+        settings.ENV_UPSTREAM_MAX_RETRIES: "0",
+        settings.ENV_FLAG_TTL: "0",
+        settings.ENV_POLICY_CONFIG: json.dumps(
+            {"policies": [{"policy": "inject_system_prompt", "options": {"text": "Be kind."}}]}
+        ),
+    }
+    padding = b"[" + b"{}," * (5 * 1024 * 1024 // 3) + b"{}]"
+    body = json.dumps(request_body()).encode()[:-1] + b', "padding": ' + padding + b"}"
+    with gateway_process(env) as (url, process):
+        assert post(url, request_body()).status_code == 200
+        gateway = psutil.Process(process.pid)
+        settled = gateway.memory_info().rss / 2**20
+        Path(f"/proc/{process.pid}/clear_refs").write_text("5")  # reset the peak
+        upstream.script(Reply.error(400, "invalid_request_error"), Reply(body=message("ok")))
+        response = post(url, body)
+        assert response.status_code == 200, response.text
+        assert len(upstream.requests) == 3
+        assert upstream.requests[2].body == body  # the fallback resent the original
+        growth = _peak_rss_mb(process.pid) - settled
+    assert growth < FALLBACK_PEAK_GROWTH_MB, f"peak grew {growth:.0f} MB"
