@@ -250,7 +250,7 @@ def lambda_context(seconds_left: float) -> dict[str, str]:
 def test_stream_ends_with_an_error_event_before_the_lambda_deadline(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
-    url = make_gateway(deadline_margin=1.0)
+    url = make_gateway(deadline_margin=1.0, trust_lambda_context=True)
     upstream.script(Reply(events=text_events(["word"] * 50), event_delay=0.1))
     headers = lambda_context(2.5)
     deadline = json.loads(headers["x-amzn-lambda-context"])["deadline"] / 1000
@@ -267,7 +267,7 @@ def test_stream_ends_with_an_error_event_before_the_lambda_deadline(
 def test_slow_answer_is_504_before_the_lambda_deadline(
     make_gateway: GatewayFactory, upstream: FakeUpstream, stream: bool
 ) -> None:
-    url = make_gateway(deadline_margin=1.0)
+    url = make_gateway(deadline_margin=1.0, trust_lambda_context=True)
     upstream.script(Reply(delay=5, events=text_events(["late"]) if stream else None))
     headers = lambda_context(2.0)
     deadline = json.loads(headers["x-amzn-lambda-context"])["deadline"] / 1000

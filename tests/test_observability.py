@@ -94,7 +94,9 @@ def test_fallback_emits_emf_metric_with_service_dimension_and_a_warning(
     assert len(warnings) == 1
     warning = warnings[0]
     assert warning["fallback_status"] == 400
-    assert warning["upstream_error"] == "codename rejected"
+    assert warning["upstream_error_type"] == "invalid_request_error"
+    assert warning["upstream_request_id"] == "req_fake_error"
+    assert "codename rejected" not in stdout.read_text()
     assert warning["changed_paths"] == ["$.messages[0].content[0].text"]
     assert warning["changed_by_policy"] == {"string_replace": ["$.messages[0].content[0].text"]}
     assert warning["call_id"]

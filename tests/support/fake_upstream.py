@@ -55,8 +55,9 @@ class Reply:
     delay: float = 0.0
     event_delay: float = 0.0
     chunks: Callable[[], Iterator[bytes]] | None = None
-    """A raw body sent chunk by chunk (a JSONL results file), with `content_type`."""
-    content_type: str = "application/json"
+    """A raw body sent chunk by chunk (a JSONL results file)."""
+    content_type: str | None = None
+    """None: the type of the reply's kind (JSON, HTML for `raw`, SSE, binary for `chunks`)."""
 
     @classmethod
     def error(cls, status: int, error_type: str, message: str = "scripted error") -> Reply:
@@ -218,7 +219,10 @@ class FakeUpstream:
                 {
                     "type": "http.response.start",
                     "status": reply.status,
-                    "headers": [(b"content-type", reply.content_type.encode()), *out_headers],
+                    "headers": [
+                        (b"content-type", (reply.content_type or "application/binary").encode()),
+                        *out_headers,
+                    ],
                 }
             )
             for chunk in reply.chunks():
@@ -228,6 +232,8 @@ class FakeUpstream:
         if reply.events is None:
             body = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
             content_type = b"text/html" if reply.raw is not None else b"application/json"
+            if reply.content_type is not None:
+                content_type = reply.content_type.encode()
             await send(
                 {
                     "type": "http.response.start",
@@ -241,7 +247,10 @@ class FakeUpstream:
             {
                 "type": "http.response.start",
                 "status": reply.status,
-                "headers": [(b"content-type", b"text/event-stream"), *out_headers],
+                "headers": [
+                    (b"content-type", (reply.content_type or "text/event-stream").encode()),
+                    *out_headers,
+                ],
             }
         )
         events = reply.events

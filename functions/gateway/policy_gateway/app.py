@@ -144,7 +144,7 @@ def create_app(config: Settings | None = None) -> Starlette:
         yield
         await gateway.aclose()
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             *(
@@ -159,3 +159,7 @@ def create_app(config: Settings | None = None) -> Starlette:
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )
+    # Starlette would answer `/v1/messages/` with a 307 whose Location comes
+    # from the client's Host header; an unknown path is a plain 404 instead.
+    app.router.redirect_slashes = False
+    return app

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
+from urllib.parse import unquote, unquote_plus
 
 from gateway_policies.api_key import parse_api_key
 
@@ -57,6 +58,29 @@ class Credentials:
             if secret in body:
                 body = body.replace(secret, _REDACTED)
         return body
+
+    def scrub_query(self, query: bytes) -> bytes:
+        """Blank out every query parameter that carries a credential, in any encoding
+        the upstream could decode it from (raw, %-escaped, `+` for space)."""
+        if not self.secrets:
+            return query
+        secrets = [secret.decode("latin-1") for secret in self.secrets]
+
+        def carries(part: bytes) -> bool:
+            raw = part.decode("latin-1")
+            readings = (raw, unquote(raw, "latin-1"), unquote_plus(raw, "latin-1"))
+            return any(secret in reading for secret in secrets for reading in readings)
+
+        pieces = query.split(b"&")
+        for index, piece in enumerate(pieces):
+            name, _, value = piece.partition(b"=")
+            if carries(value) and not carries(name):
+                pieces[index] = name + b"=" + _REDACTED
+            elif carries(piece):
+                pieces[index] = _REDACTED
+        scrubbed = b"&".join(pieces)
+        # A key spread over several parameters: nothing of the query goes on.
+        return _REDACTED if carries(scrubbed) else scrubbed
 
 
 class Authenticator(Protocol):

@@ -3,7 +3,8 @@
 Upstream: everything the client sent (so new `anthropic-*` headers keep
 working) except hop-by-hop headers (the fixed list and any the `Connection`
 header names), Host (httpx sets the upstream's), the body framing
-(recomputed), and the adapter's and Function URL's own `x-amzn-*` and
+(recomputed; bodies are never
+compressed, see pipeline), and the adapter's and Function URL's own `x-amzn-*` and
 `x-forwarded-*` headers. Content-Type is always `application/json`: the
 gateway forwards only bodies it parsed as a JSON object, and the upstream must
 read them as the same JSON the policies saw; a route passed through unread
@@ -34,6 +35,7 @@ _NOT_UPSTREAM = _HOP_BY_HOP | {
     "host",
     "content-length",
     "content-type",
+    "content-encoding",
     "accept-encoding",
     "expect",
 }

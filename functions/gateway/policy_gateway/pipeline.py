@@ -27,7 +27,7 @@ from gateway_policies import (
 )
 from starlette.types import Message, Receive, Scope, Send
 
-from . import fallback, lambda_context, metrics, settings, sse, tracing
+from . import fallback, lambda_context, metrics, offload, settings, sse, tracing
 from .auth import Authenticator, Credentials
 from .errors import GatewayError, error_body, error_bytes
 from .flag import FallbackFlag
@@ -44,6 +44,14 @@ _SSE_HEADERS = [
 # the upstream read something other than what the policies saw.
 _FORM_TYPES = (b"multipart/", b"application/x-www-form-urlencoded")
 DEADLINE_ERROR = (504, "The gateway ended the call before its Lambda deadline.", "timeout_error")
+_UNREADABLE = (
+    502,
+    "The upstream answered in a form the gateway's response policies cannot read.",
+    "api_error",
+)
+# Bodies above this are parsed on the worker loop even when no request hook runs:
+# parsing a few megabytes of tiny objects takes a few hundred milliseconds.
+OFFLOAD_BODY_BYTES = 64 * 1024
 
 
 @dataclass
@@ -86,8 +94,12 @@ class GatewayEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         header = dict(scope["headers"]).get
-        invocation = lambda_context.from_headers(
-            _text(header(b"x-amzn-lambda-context")), _text(header(b"x-amzn-request-context"))
+        invocation = (
+            lambda_context.from_headers(
+                _text(header(b"x-amzn-lambda-context")), _text(header(b"x-amzn-request-context"))
+            )
+            if self._gateway.config.trust_lambda_context
+            else lambda_context.InvocationContext()
         )
         call = Call(call_id=invocation.request_id or uuid.uuid4().hex, endpoint=self._endpoint)
         traced = tracing.begin_call(_text(header(b"x-amzn-trace-id")))
@@ -147,6 +159,7 @@ class GatewayEndpoint:
     async def _read(self, receive: Receive, header: Callable[[bytes], bytes | None]) -> bytes:
         """The request body: a JSON document the policies will read."""
         _check_content_type(header(b"content-type"))
+        check_content_encoding(header(b"content-encoding"))
         return await read_body(receive, header(b"content-length"))
 
     async def _proxy(
@@ -227,17 +240,16 @@ class MessagesEndpoint(GatewayEndpoint):
     ) -> None:
         """Parse, run the chain, reach the upstream (with the fallback), relay the answer."""
         gateway = self._gateway
-        request = parse_object(original)
-        call.stream = self._endpoint == "messages" and request.get("stream") is True
         chain = await gateway.policies.chain()
-        ctx = PolicyContext(endpoint=self._endpoint, stream=call.stream, call_id=call.call_id)
+        prepare = _prepare(original, chain, self._endpoint, call.call_id)
         try:
-            await chain.apply_request(request, ctx)
+            if chain.modifies_requests or len(original) > OFFLOAD_BODY_BYTES:
+                request, sent, ctx = await offload.run(prepare)
+            else:
+                request, sent, ctx = await prepare
         except (PolicyViolation, PolicyFailure) as exc:
             raise policy_error(exc) from None
-        if chain.modifies_requests and (request.get("stream") is True) != call.stream:
-            raise policy_error(PolicyFailure("<chain>", "on_request: changed 'stream'"))
-        sent = dump_json(request) if chain.modifies_requests else original
+        call.stream = ctx.stream
         attempted = fallback.Attempted(original=original, sent=sent, modified=request)
         forward = credentials.headers
         deadline = self._deadline(invocation)
@@ -264,7 +276,7 @@ class MessagesEndpoint(GatewayEndpoint):
                         error, attempted, chain, gateway.flag
                     )
                     if fall_back:
-                        await fallback.record(error, attempted, chain, ctx)
+                        await fallback.record(error, attempted, chain, ctx, credentials.scrub)
                 finally:
                     error.span.end()
                 if not fall_back:
@@ -292,8 +304,26 @@ def upstream_path(scope: Scope, credentials: Credentials) -> str:
     if scope.get("query_string"):
         # A credential never travels upstream in the URL either (a client
         # that put its gateway key there would hand it to Anthropic).
-        path += "?" + credentials.scrub(scope["query_string"]).decode("latin-1")
+        path += "?" + credentials.scrub_query(scope["query_string"]).decode("latin-1")
     return path
+
+
+async def _prepare(
+    original: bytes, chain: PolicyChain, endpoint: str, call_id: str
+) -> tuple[dict[str, Any], bytes, PolicyContext]:
+    """Parse, run the request hooks, serialize: the request, the bytes to send, the context.
+
+    Policy errors are raised as they are, for the serving loop to count and log.
+    """
+    request = parse_object(original)
+    stream = endpoint == "messages" and request.get("stream") is True
+    ctx = PolicyContext(endpoint=endpoint, stream=stream, call_id=call_id)
+    if not chain.modifies_requests:
+        return request, original, ctx
+    await chain.apply_request(request, ctx)
+    if (request.get("stream") is True) != stream:
+        raise PolicyFailure("<chain>", "on_request: changed 'stream'")
+    return request, dump_json(request), ctx
 
 
 async def _watch_disconnect(receive: Receive, call: Call, scope: anyio.CancelScope) -> None:
@@ -320,18 +350,26 @@ async def _relay_json(
     call: Call,
     send: Send,
 ) -> None:
-    if chain.has_response_hooks and ctx.endpoint == "messages":
+    if _watched(chain) and ctx.endpoint == "messages":
         try:
             response = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             response = None
-        if isinstance(response, dict):
+        if not isinstance(response, dict):
+            # What the response policies cannot read must not reach the client unseen.
+            raise GatewayError(*_UNREADABLE)
+        if chain.has_response_hooks:
             try:
                 await chain.apply_response(response, ctx)
             except (PolicyViolation, PolicyFailure) as exc:
                 raise policy_error(exc) from None
             body = dump_json(response)
     await respond(send, call, upstream.status, body, upstream.headers)
+
+
+def _watched(chain: PolicyChain) -> bool:
+    """Whether policies read answers, so an answer they cannot read fails the call closed."""
+    return chain.has_response_hooks or chain.filters_stream
 
 
 async def _relay_stream(
@@ -346,6 +384,10 @@ async def _relay_stream(
     committed = False
     decoder = sse.SSEDecoder()
     filtering = chain.filters_stream
+    if _watched(chain) and not _is_event_stream(upstream.headers):
+        await upstream.close()
+        upstream.span.end()
+        raise GatewayError(*_UNREADABLE)
 
     async def deliver(events: list[StreamEvent]) -> None:
         nonlocal committed
@@ -441,10 +483,21 @@ async def _relay_stream(
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+def _is_event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(
+        key == b"content-type" and value.split(b";", 1)[0].strip().lower() == b"text/event-stream"
+        for key, value in headers
+    )
+
+
 def policy_error(exc: PolicyViolation | PolicyFailure) -> GatewayError:
     if isinstance(exc, PolicyViolation):
         metrics.count(settings.METRIC_POLICY_BLOCKS)
         return GatewayError(exc.status, exc.message, exc.error_type)
+    if isinstance(exc.__cause__, RecursionError):
+        # The policy walked a body nested deeper than Python's stack allows: the
+        # input's fault, not the policy's.
+        return GatewayError(400, "Request body is nested too deeply.")
     metrics.count(settings.METRIC_POLICY_ERRORS)
     logger.error(
         "policy failed; refusing the call",
@@ -494,15 +547,48 @@ def _check_content_type(value: bytes | None) -> None:
         )
 
 
+def check_content_encoding(value: bytes | None) -> None:
+    """Refuse compressed bodies: the policies read the body as JSON text, and the
+    upstream must read the very same bytes (the header never goes upstream)."""
+    coding = (value or b"").strip().lower()
+    if coding and coding != b"identity":
+        raise GatewayError(
+            415,
+            f"Content-Encoding {coding.decode('latin-1')!r} is not supported; "
+            "send the request body uncompressed.",
+        )
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        raise _DuplicateKey
+    return document
+
+
 def parse_object(body: bytes) -> dict[str, Any]:
+    """The request as the policies see it, refused when an upstream could read it otherwise.
+
+    A key given twice is read as its last value here but as its first by some
+    parsers; `stream` other than a JSON boolean is false here but true to a lax
+    upstream, whose events would then bypass the stream policies.
+    """
     try:
-        parsed = json.loads(body)
+        parsed = json.loads(body, object_pairs_hook=_unique_keys)
+    except _DuplicateKey:
+        raise GatewayError(400, "Request body has a duplicate key in an object.") from None
     except ValueError as exc:
         raise GatewayError(400, f"Request body is not valid JSON: {exc}") from None
     except RecursionError:
         raise GatewayError(400, "Request body is nested too deeply.") from None
     if not isinstance(parsed, dict):
         raise GatewayError(400, "Request body must be a JSON object.")
+    if "stream" in parsed and not isinstance(parsed["stream"], bool):
+        raise GatewayError(400, "stream: must be a boolean (true or false).")
     return parsed
 
 
@@ -521,6 +607,8 @@ def dump_json(document: dict[str, Any]) -> bytes:
         return json.dumps(document, separators=(",", ":")).encode()
     except ValueError:
         raise GatewayError(400, "Request body has a number out of range.") from None
+    except RecursionError:
+        raise GatewayError(400, "Request body is nested too deeply.") from None
 
 
 def _merge(

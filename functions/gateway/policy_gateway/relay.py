@@ -55,6 +55,12 @@ class UpstreamStatusError(Exception):
         self.headers = [(k, v) for k, v in self.headers if k != b"x-should-retry"]
         self.headers.append((b"x-should-retry", b"false"))
 
+    def _payload(self) -> object:
+        try:
+            return json.loads(self.body)
+        except (ValueError, RecursionError):
+            return None
+
     @property
     def client_body(self) -> bytes:
         """The body for the client: the upstream's own when it is Anthropic-shaped.
@@ -62,10 +68,7 @@ class UpstreamStatusError(Exception):
         A load balancer's HTML page or a proxy's odd JSON becomes an
         Anthropic-shaped error with the same status, so SDKs parse it.
         """
-        try:
-            payload = json.loads(self.body)
-        except ValueError:
-            payload = None
+        payload = self._payload()
         if (
             isinstance(payload, dict)
             and payload.get("type") == "error"
@@ -77,13 +80,20 @@ class UpstreamStatusError(Exception):
         )
 
     @property
-    def message(self) -> str:
-        """The upstream's `error.message`, for the fallback's log line."""
-        try:
-            payload = json.loads(self.body)
-            return str(payload["error"]["message"])[:500]
-        except (ValueError, KeyError, TypeError):
-            return f"non-JSON error body ({len(self.body)} bytes)"
+    def error_type(self) -> str:
+        """The upstream's `error.type`, for the fallback's log line (never its message)."""
+        payload = self._payload()
+        error = payload.get("error") if isinstance(payload, dict) else None
+        kind = error.get("type") if isinstance(error, dict) else None
+        return kind[:100] if isinstance(kind, str) else "<not an API error body>"
+
+    @property
+    def request_id(self) -> str | None:
+        """The upstream's `request-id` header: what Anthropic support asks for."""
+        for key, value in self.headers:
+            if key == b"request-id":
+                return value.decode("latin-1")[:100]
+        return None
 
 
 class UpstreamUnavailable(Exception):
@@ -134,21 +144,27 @@ def _should_retry(response: httpx2.Response) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
+def _retry_after(headers: httpx2.Headers) -> float | None:
+    """The wait the upstream asked for: the first of `retry-after-ms`, `retry-after` that parses."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) * scale
+        except ValueError:
+            parsed = email.utils.parsedate_tz(value) if scale == 1.0 else None
+            if parsed is not None:
+                return float(email.utils.mktime_tz(parsed) - time.time())
+    return None
+
+
 def _retry_delay(retry: int, headers: httpx2.Headers | None) -> float:
-    if headers is not None:
-        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-            value = headers.get(name)
-            if value is None:
-                continue
-            try:
-                seconds = float(value) * scale
-            except ValueError:
-                parsed = email.utils.parsedate_tz(value) if scale == 1.0 else None
-                if parsed is None:
-                    continue
-                seconds = email.utils.mktime_tz(parsed) - time.time()
-            if seconds > 0:
-                return min(seconds, MAX_RETRY_AFTER)
+    # As the SDK has done: a wait outside (0, 60] s is ignored for the normal
+    # backoff, so an upstream (or a proxy) cannot park a call for minutes.
+    asked = None if headers is None else _retry_after(headers)
+    if asked is not None and 0 < asked <= MAX_RETRY_AFTER:
+        return asked
     backoff = min(INITIAL_RETRY_DELAY * 2.0**retry, MAX_RETRY_DELAY)
     return backoff * (1 - 0.25 * random.random())
 

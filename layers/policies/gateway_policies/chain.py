@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from .base import JSONObject, Policy, PolicyContext, PolicyViolation, StreamEvent, overrides
-from .diff import changed_paths
+from .diff import MISSING, Location, format_path, resolve
 
 
 class PolicyFailure(Exception):
@@ -99,26 +98,41 @@ class PolicyChain:
             events = passed
         return events
 
-    async def attribute_changes(self, original: bytes, ctx: PolicyContext) -> dict[str, list[str]]:
-        """Which policy changed which JSON paths of `original` (paths only, never content).
+    async def attribute_changes(
+        self, document: JSONObject, locations: Sequence[Location], ctx: PolicyContext
+    ) -> dict[str, list[str]]:
+        """Which policy changed which of `locations` (paths only, never content).
 
-        Runs the request hooks again, one at a time, on a fresh parse of the
-        original. It is only called when a fallback is about to happen, so the
-        happy path never pays for the copies.
+        Runs the request hooks again, one at a time, on `document` (a fresh
+        parse of the original, changed in place: the caller's to spend).
+        Before each hook only the values at `locations` are kept, as JSON
+        text, so the replay never copies the whole request. It is only called
+        when a fallback is about to happen, so the happy path never pays.
         """
-        current = json.loads(original)
         attribution: dict[str, list[str]] = {}
         for policy in self._request:
-            before = copy.deepcopy(current)
+            before = [_snapshot(document, location) for location in locations]
             try:
-                await policy.on_request(current, ctx)
+                await policy.on_request(document, ctx)
             except Exception as exc:  # attribution must never stop the fallback's record
                 attribution[policy.label] = [f"<replay failed: {type(exc).__name__}>"]
                 continue
-            paths = changed_paths(before, current)
+            paths = [
+                format_path(location)
+                for location, old in zip(locations, before, strict=True)
+                if _snapshot(document, location) != old
+            ]
             if paths:
                 attribution[policy.label] = paths
         return attribution
+
+
+def _snapshot(document: JSONObject, location: Location) -> str | None:
+    value = resolve(document, location)
+    try:
+        return json.dumps(value, ensure_ascii=False) if value is not MISSING else None
+    except (TypeError, ValueError, RecursionError):
+        return repr(type(value))
 
 
 @asynccontextmanager

@@ -7,13 +7,18 @@ left for the upstream to judge. Requests without `max_tokens` (count_tokens)
 are untouched. Bypassable: a cap is a cost control, and a request the cap
 made invalid is better served uncapped than refused, when the operator has
 turned the fallback on.
+
+Every JSON form of a number is read (`64000`, `64000.0`, `"64000"`): a lax
+upstream may accept each. A `max_tokens` that is no number at all, or is
+infinite, cannot be checked against the cap and is refused.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..base import JSONObject, Policy, PolicyContext
+from ..base import JSONObject, Policy, PolicyContext, PolicyViolation
+from ..numbers import json_number
 
 MIN_THINKING_BUDGET = 1024
 
@@ -30,14 +35,20 @@ class CapMaxTokens(Policy):
     options: CapMaxTokensOptions
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        if "max_tokens" not in request:
+            return
         ceiling = self.options.max
-        current = request.get("max_tokens")
-        if not isinstance(current, int) or current <= ceiling:
+        current = json_number(request["max_tokens"])
+        if current is None:
+            raise PolicyViolation(
+                "max_tokens: must be a number.", status=400, error_type="invalid_request_error"
+            )
+        if current <= ceiling:
             return
         request["max_tokens"] = ceiling
         thinking = request.get("thinking")
         if not isinstance(thinking, dict):
             return
-        budget = thinking.get("budget_tokens")
-        if isinstance(budget, int) and budget >= ceiling and ceiling - 1 >= MIN_THINKING_BUDGET:
+        budget = json_number(thinking.get("budget_tokens"))
+        if budget is not None and budget >= ceiling and ceiling - 1 >= MIN_THINKING_BUDGET:
             thinking["budget_tokens"] = ceiling - 1
