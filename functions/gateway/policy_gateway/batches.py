@@ -69,13 +69,13 @@ class BatchCreateEndpoint(GatewayEndpoint):
         original: bytes,
     ) -> None:
         gateway = self._gateway
-        batch = parse_object(original)
-        entries = _entries(batch)
         chain = await gateway.policies.chain()
-        if chain.modifies_requests:
-            for index, (custom_id, params) in enumerate(entries):
-                await _apply(chain, params, call.call_id, _entry_name(custom_id, index))
-        body = dump_json(batch)
+        try:
+            body = await _prepare(original, chain, call.call_id)
+        except _EntryRefused as refused:
+            error = policy_error(refused.cause)
+            message = f"{refused.name}: {error.message}"
+            raise GatewayError(error.status, message, error.error_type) from None
         path = upstream_path(scope, credentials)
         deadline = self._deadline(invocation)
 
@@ -120,6 +120,25 @@ class BatchObjectEndpoint(PassthroughEndpoint):
         )
 
 
+class _EntryRefused(Exception):
+    """A policy refused (or failed on) one entry; the serving loop counts and logs it."""
+
+    def __init__(self, name: str, cause: PolicyViolation | PolicyFailure) -> None:
+        super().__init__(name)
+        self.name = name
+        self.cause = cause
+
+
+async def _prepare(original: bytes, chain: PolicyChain, call_id: str) -> bytes:
+    """Parse, run the request chain on every entry, serialize: the batch to send."""
+    batch = parse_object(original)
+    entries = _entries(batch)
+    if chain.modifies_requests:
+        for index, (custom_id, params) in enumerate(entries):
+            await _apply(chain, params, call_id, _entry_name(custom_id, index))
+    return dump_json(batch)
+
+
 def _entries(batch: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """Each entry's custom_id and params, refusing any entry the policies could not judge.
 
@@ -158,8 +177,7 @@ async def _apply(chain: PolicyChain, params: dict[str, Any], call_id: str, name:
         if params.get("stream", False) is not False:
             raise PolicyFailure("<chain>", "on_request: changed 'stream'")
     except (PolicyViolation, PolicyFailure) as exc:
-        error = policy_error(exc)
-        raise GatewayError(error.status, f"{name}: {error.message}", error.error_type) from None
+        raise _EntryRefused(name, exc) from None
 
 
 def public_base(config: Settings, invocation: lambda_context.InvocationContext) -> str:
