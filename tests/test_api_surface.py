@@ -251,3 +251,20 @@ def test_the_files_switch_reads_true_or_false(value: str, allowed: bool) -> None
 def test_an_unreadable_files_switch_stops_the_gateway_at_start(value: str) -> None:
     with pytest.raises(ValueError, match=settings.ENV_ALLOW_FILES_API):
         settings.Settings.from_env({settings.ENV_ALLOW_FILES_API: value})
+
+
+def test_a_compressed_passthrough_body_is_refused_not_forwarded_undecodable(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(allow_files_api=True)
+    response = httpx2.post(
+        f"{url}/v1/files",
+        content=b"\x1f\x8b compressed",
+        headers={
+            **HEADERS,
+            "content-type": "multipart/form-data; boundary=b",
+            "content-encoding": "gzip",
+        },
+    )
+    assert response.status_code == 415
+    assert upstream.requests == []

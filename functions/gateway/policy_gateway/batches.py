@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation
 from starlette.types import Scope, Send
 
-from . import lambda_context
+from . import lambda_context, offload
 from .auth import Credentials
 from .errors import GatewayError
 from .passthrough import PassthroughEndpoint
@@ -71,7 +71,8 @@ class BatchCreateEndpoint(GatewayEndpoint):
         gateway = self._gateway
         chain = await gateway.policies.chain()
         try:
-            body = await _prepare(original, chain, call.call_id)
+            # Request hooks always run on the worker loop (offload.py), batch entries too.
+            body = await offload.run(_prepare(original, chain, call.call_id))
         except _EntryRefused as refused:
             error = policy_error(refused.cause)
             message = f"{refused.name}: {error.message}"

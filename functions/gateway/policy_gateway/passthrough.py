@@ -29,6 +29,7 @@ from .pipeline import (
     DEADLINE_ERROR,
     Call,
     GatewayEndpoint,
+    check_content_encoding,
     read_body,
     respond,
     seconds_until,
@@ -67,7 +68,9 @@ class PassthroughEndpoint(GatewayEndpoint):
     _content_type: bytes | None = None
 
     async def _read(self, receive: Receive, header: Callable[[bytes], bytes | None]) -> bytes:
-        # Any content type: the body is forwarded, never parsed or judged.
+        # Any content type: the body is forwarded, never parsed or judged. Not compressed,
+        # though: Content-Encoding never goes upstream (headers.py).
+        check_content_encoding(header(b"content-encoding"))
         self._content_type = header(b"content-type")
         return await read_body(receive, header(b"content-length"))
 
