@@ -248,6 +248,88 @@ def test_run_sh_refuses_an_artifact_built_for_another_architecture(
     assert "Architecture" in result.stderr
 
 
+# What a cold start imports before it can answer: the app and the modules its
+# build imports, the SSM and Secrets Manager clients, the policies and their models.
+COLD_PATH_MODULES = (
+    "policy_gateway.app",
+    "policy_gateway.pipeline",
+    "policy_gateway.relay",
+    "policy_gateway.flag",
+    "policy_gateway.policy_source",
+    "policy_gateway.auth",
+    "aws_lambda_powertools.utilities.parameters",
+    "uvicorn",
+    "uvloop",
+    "httptools",
+    "gateway_policies.loader",
+    "gateway_policies.builtin",
+    "pydantic",
+    "anthropic",
+)
+
+
+def _zip_round_trip(build: Path, into: Path) -> tuple[Path, Path]:
+    """Zip each artifact as `sam deploy` does and unzip it as Lambda does."""
+    import shutil
+    import zipfile
+
+    unpacked = []
+    for name in (FUNCTION, LAYER):
+        archive = into / f"{name}.zip"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+            for path in sorted((build / name).rglob("*")):
+                zipped.write(path, path.relative_to(build / name))
+        target = into / name
+        shutil.unpack_archive(archive, target)
+        unpacked.append(target)
+    return unpacked[0], unpacked[1]
+
+
+def test_bytecode_for_every_module_in_function_and_layer(sam_build_dir: Path) -> None:
+    for tree in (sam_build_dir / FUNCTION, sam_build_dir / LAYER / "python"):
+        sources = list(tree.rglob("*.py"))
+        missing = [
+            source
+            for source in sources
+            if not (source.parent / "__pycache__" / f"{source.stem}.cpython-313.pyc").is_file()
+        ]
+        assert sources
+        assert not missing, missing[:5]
+
+
+def test_python313_runs_the_bytecode_in_a_read_only_tree_after_a_zip_round_trip(
+    sam_build_dir: Path, python313: Python313, tmp_path: Path
+) -> None:
+    """Every source file is replaced by one that fails if Python compiles it: the
+    imports succeed only if the interpreter takes each module from the shipped
+    .pyc, unchecked, in a tree it cannot write to, with mtimes the zip reset."""
+    function, layer = _zip_round_trip(sam_build_dir, tmp_path)
+    for source in [*function.rglob("*.py"), *layer.rglob("*.py")]:
+        source.write_text(f"raise ImportError('compiled from source: {source.name}')\n")
+    for path in [function, layer, *function.rglob("*"), *layer.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~0o222)
+    try:
+        result = subprocess.run(
+            [
+                str(python313.executable),
+                "-c",
+                "import importlib, sys\n"
+                f"for name in {COLD_PATH_MODULES!r}: importlib.import_module(name)\n"
+                "print(len(sys.modules))",
+            ],
+            env={**_clean_env(), "PYTHONPATH": f"{function}:{layer / 'python'}"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        for path in [function, layer, *function.rglob("*"), *layer.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert int(result.stdout) > 300  # the imports above really pulled in the dependencies
+
+
 # ------------------------------------------------- serve the built artifact
 
 
