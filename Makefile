@@ -1,16 +1,20 @@
 # Two commands on a fresh machine: `make run` serves the gateway locally,
-# `make test` runs every check. Each creates the virtualenv it needs.
+# `make test` runs every check. Each creates the virtualenv it needs, from
+# locks/dev.txt only (hash-checked), so every machine tests the same versions.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+DEV_LOCK := locks/dev.txt
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(DEV_LOCK) | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint check-locks lock lock-upgrade bench clean
 
-$(STAMP): pyproject.toml
+# The project itself goes in last, editable, without dependencies and without
+# build isolation: everything it needs, build tools included, came from the lock.
+$(STAMP): pyproject.toml $(DEV_LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(DEV_LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -19,12 +23,25 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/policy-gateway serve --simulate-upstream --embedded-ssm
 
+# Standard library only: it runs before the virtualenv is (re)built.
+check-locks:
+	$(PYTHON) release/locks.py check
+
+# Regenerate every lock after a change to pyproject.toml's dependencies, keeping
+# each pin that is still allowed; lock-upgrade moves every pin to the newest
+# allowed version (docs/deploy.md: upgrading dependencies).
+lock: $(STAMP)
+	$(BIN)/python release/locks.py compile
+
+lock-upgrade: $(STAMP)
+	$(BIN)/python release/locks.py compile --upgrade
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test: check-locks lint
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

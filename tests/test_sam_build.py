@@ -1,16 +1,21 @@
 """`sam build` produces the artifact `sam deploy` uploads, and that artifact works.
 
-The build runs once per session, without a container (it needs a python3.13 on
-PATH; pyenv provides one with PYENV_VERSION=3.11.7:3.13.0). The serving test then
-starts the *built* function through its own run.sh, as the Web Adapter would,
-with the built layer on PYTHONPATH where Lambda mounts it (/opt/python), under
-Python 3.13 like the python3.13 runtime, and streams a reply through it.
+The build runs once per session for each architecture (both at once), without a
+container (it needs a python3.13 on PATH; pyenv provides one with
+PYENV_VERSION=3.11.7:3.13.0). Each artifact must hold exactly the locked
+versions, compiled for its architecture, with its SBOM. The serving test then
+starts the *built* x86_64 function (this machine's) through its own run.sh, as
+the Web Adapter would, with the built layer on PYTHONPATH where Lambda mounts it
+(/opt/python), under Python 3.13 like the python3.13 runtime, and streams a
+reply through it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
+import re
 import subprocess
 import sys
 import time
@@ -26,8 +31,14 @@ from policy_gateway import settings
 from .support.fake_upstream import FakeUpstream, Reply, text_events
 from .support.servers import ThreadedServer, free_port, gateway_process
 
+pytestmark = pytest.mark.build
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"
+LOCKS = ROOT / "locks"
+ARCHITECTURES = ("arm64", "x86_64")
+# e_machine in the ELF header of a compiled extension module.
+ELF_MACHINE = {"arm64": 0xB7, "x86_64": 0x3E}
 SAM = Path(sys.executable).parent / "sam"
 FUNCTION = "GatewayFunction"
 LAYER = "PoliciesLayer"
@@ -78,31 +89,46 @@ def python313() -> Python313:
 
 
 @pytest.fixture(scope="session")
-def sam_build_dir(tmp_path_factory: pytest.TempPathFactory, python313: Python313) -> Path:
-    """Run `sam build` once per session; return its build dir (`.aws-sam/build` layout)."""
+def sam_builds(tmp_path_factory: pytest.TempPathFactory, python313: Python313) -> dict[str, Path]:
+    """Run `sam build` once per session per architecture, both at once; return each
+    build dir (`.aws-sam/build` layout)."""
     assert SAM.exists(), f"sam not found next to {sys.executable}; install the dev extras"
-    build_dir = tmp_path_factory.mktemp("sam") / "build"
     env = {**_clean_env(), **python313.env, "SAM_CLI_TELEMETRY": "0"}
-    result = subprocess.run(
-        [
-            str(SAM),
-            "build",
-            "--template-file",
-            str(TEMPLATE),
-            "--build-dir",
-            str(build_dir),
-            "--no-cached",
-            "--no-use-container",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,  # inside pytest-timeout's 300 s per test (setup included)
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return build_dir
+    root = tmp_path_factory.mktemp("sam")
+    builds = {arch: root / arch for arch in ARCHITECTURES}
+    running = {
+        arch: subprocess.Popen(
+            [
+                str(SAM),
+                "build",
+                "--template-file",
+                str(TEMPLATE),
+                "--build-dir",
+                str(build_dir),
+                "--parameter-overrides",
+                f"Architecture={arch}",
+                "--no-cached",
+                "--no-use-container",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for arch, build_dir in builds.items()
+    }
+    for arch, process in running.items():
+        # inside pytest-timeout's 300 s per test (setup included)
+        output, _ = process.communicate(timeout=280)
+        assert process.returncode == 0, f"sam build ({arch}):\n{output}"
+    return builds
+
+
+@pytest.fixture(scope="session")
+def sam_build_dir(sam_builds: dict[str, Path]) -> Path:
+    """The build this machine can run (x86_64)."""
+    return sam_builds["x86_64"]
 
 
 def _tree_size(path: Path) -> int:
@@ -138,6 +164,170 @@ def test_built_template_points_at_the_artifacts(sam_build_dir: Path) -> None:
 def test_artifact_fits_lambdas_unzipped_limit(sam_build_dir: Path) -> None:
     size = _tree_size(sam_build_dir / FUNCTION) + _tree_size(sam_build_dir / LAYER)
     assert size < UNZIPPED_BUDGET, f"function + layer unzipped: {size / 2**20:.0f} MB"
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _locked(lock: Path) -> dict[str, str]:
+    """name -> version of every pin in a lock file."""
+    pins = re.findall(r"^([A-Za-z0-9][\w.-]*)(?:\[[^\]]*\])?==([^\s;\\]+)", lock.read_text(), re.M)
+    return {_normalize(name): version for name, version in pins}
+
+
+def _installed(target: Path) -> dict[str, str]:
+    """name -> version of every distribution pip installed into a --target dir."""
+    found = {}
+    for metadata in target.glob("*.dist-info/METADATA"):
+        fields = dict(
+            line.split(": ", 1) for line in metadata.read_text().splitlines() if ": " in line
+        )
+        found[_normalize(fields["Name"])] = fields["Version"]
+    return found
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_built_artifacts_hold_exactly_the_locked_versions(
+    sam_builds: dict[str, Path], arch: str
+) -> None:
+    build = sam_builds[arch]
+    function = _installed(build / FUNCTION)
+    layer = _installed(build / LAYER / "python")
+    assert function == _locked(LOCKS / f"function-{arch}.txt")
+    assert layer == _locked(LOCKS / f"layer-{arch}.txt")
+    # A package in both (anyio, ...) has one version: the function's copy is first
+    # on sys.path, and the layer was locked against it.
+    assert all(function[name] == version for name, version in layer.items() if name in function)
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_compiled_extensions_are_for_the_built_architecture(
+    sam_builds: dict[str, Path], arch: str
+) -> None:
+    build = sam_builds[arch]
+    extensions = [*build.joinpath(FUNCTION).rglob("*.so"), *build.joinpath(LAYER).rglob("*.so")]
+    # uvloop, httptools, wrapt in the function; pydantic_core, jiter in the layer.
+    assert len(extensions) >= 5
+    for extension in extensions:
+        header = extension.read_bytes()[:20]
+        assert header[:4] == b"\x7fELF", extension
+        assert int.from_bytes(header[18:20], "little") == ELF_MACHINE[arch], extension
+        assert "cpython-313" in extension.name or "abi3" in extension.name, extension
+    assert (build / FUNCTION / "ARCHITECTURE").read_text().strip() == arch
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_each_artifact_carries_its_sbom(sam_builds: dict[str, Path], arch: str) -> None:
+    for sbom_path, lock in (
+        (sam_builds[arch] / FUNCTION / "sbom.cdx.json", f"function-{arch}.txt"),
+        (sam_builds[arch] / LAYER / "policies-layer.sbom.cdx.json", f"layer-{arch}.txt"),
+    ):
+        sbom = json.loads(sbom_path.read_text())
+        assert sbom["bomFormat"] == "CycloneDX"
+        assert sbom["metadata"]["component"]["name"] == "policy-gateway"
+        listed = {_normalize(c["name"]): c["version"] for c in sbom["components"]}
+        assert listed == _locked(LOCKS / lock)
+        # Each component names the sha256 digests the lock allowed pip to install.
+        for component in sbom["components"]:
+            (distribution,) = component["externalReferences"]
+            assert distribution["type"] == "distribution"
+            assert {h["alg"] for h in distribution["hashes"]} == {"SHA-256"}, component["name"]
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="needs a host that is not arm64")
+def test_run_sh_refuses_an_artifact_built_for_another_architecture(
+    sam_builds: dict[str, Path],
+) -> None:
+    function = sam_builds["arm64"] / FUNCTION
+    result = subprocess.run(
+        [str(function / "run.sh")], env=_clean_env(), capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 1
+    assert "built for arm64 but running on x86_64" in result.stderr
+    assert "Architecture" in result.stderr
+
+
+# What a cold start imports before it can answer: the app and the modules its
+# build imports, the SSM and Secrets Manager clients, the policies and their models.
+COLD_PATH_MODULES = (
+    "policy_gateway.app",
+    "policy_gateway.pipeline",
+    "policy_gateway.relay",
+    "policy_gateway.flag",
+    "policy_gateway.policy_source",
+    "policy_gateway.auth",
+    "aws_lambda_powertools.utilities.parameters",
+    "uvicorn",
+    "uvloop",
+    "httptools",
+    "gateway_policies.loader",
+    "gateway_policies.builtin",
+    "pydantic",
+    "anthropic",
+)
+
+
+def _zip_round_trip(build: Path, into: Path) -> tuple[Path, Path]:
+    """Zip each artifact as `sam deploy` does and unzip it as Lambda does."""
+    import shutil
+    import zipfile
+
+    unpacked = []
+    for name in (FUNCTION, LAYER):
+        archive = into / f"{name}.zip"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+            for path in sorted((build / name).rglob("*")):
+                zipped.write(path, path.relative_to(build / name))
+        target = into / name
+        shutil.unpack_archive(archive, target)
+        unpacked.append(target)
+    return unpacked[0], unpacked[1]
+
+
+def test_bytecode_for_every_module_in_function_and_layer(sam_build_dir: Path) -> None:
+    for tree in (sam_build_dir / FUNCTION, sam_build_dir / LAYER / "python"):
+        sources = list(tree.rglob("*.py"))
+        missing = [
+            source
+            for source in sources
+            if not (source.parent / "__pycache__" / f"{source.stem}.cpython-313.pyc").is_file()
+        ]
+        assert sources
+        assert not missing, missing[:5]
+
+
+def test_python313_runs_the_bytecode_in_a_read_only_tree_after_a_zip_round_trip(
+    sam_build_dir: Path, python313: Python313, tmp_path: Path
+) -> None:
+    """Every source file is replaced by one that fails if Python compiles it: the
+    imports succeed only if the interpreter takes each module from the shipped
+    .pyc, unchecked, in a tree it cannot write to, with mtimes the zip reset."""
+    function, layer = _zip_round_trip(sam_build_dir, tmp_path)
+    for source in [*function.rglob("*.py"), *layer.rglob("*.py")]:
+        source.write_text(f"raise ImportError('compiled from source: {source.name}')\n")
+    for path in [function, layer, *function.rglob("*"), *layer.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~0o222)
+    try:
+        result = subprocess.run(
+            [
+                str(python313.executable),
+                "-c",
+                "import importlib, sys\n"
+                f"for name in {COLD_PATH_MODULES!r}: importlib.import_module(name)\n"
+                "print(len(sys.modules))",
+            ],
+            env={**_clean_env(), "PYTHONPATH": f"{function}:{layer / 'python'}"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        for path in [function, layer, *function.rglob("*"), *layer.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert int(result.stdout) > 300  # the imports above really pulled in the dependencies
 
 
 # ------------------------------------------------- serve the built artifact

@@ -29,9 +29,10 @@ EVENTS = ROOT / "events"
 BIN = Path(sys.executable).parent
 
 ADAPTER_LAYER = re.compile(
-    r"^arn:\$\{AWS::Partition\}:lambda:\$\{AWS::Region\}:753240598075:"
-    r"layer:LambdaAdapterLayerX86:(\d+)$"
+    r"arn:\$\{AWS::Partition\}:lambda:\$\{AWS::Region\}:753240598075:layer:(\w+):(\d+)"
 )
+# The Web Adapter's layer per architecture, as aws-lambda-web-adapter publishes it.
+ADAPTER_LAYER_NAMES = {"arm64": "LambdaAdapterLayerArm64", "x86_64": "LambdaAdapterLayerX86"}
 
 # Issue 5 adds these to settings.py; until then the template's names are the spec.
 ENV_AUTH_MODE: str = getattr(settings, "ENV_AUTH_MODE", "AUTH_MODE")
@@ -119,7 +120,7 @@ def test_function_runtime_handler_tracing() -> None:
     assert fn["Runtime"] == "python3.13"
     assert fn["Handler"] == "run.sh"
     assert fn["Tracing"] == "Active"
-    assert fn["Architectures"] == ["x86_64"]
+    assert fn["Architectures"] == [{"Ref": "Architecture"}]
     # Long generations stream for minutes; 900 s is the Lambda/Function URL limit.
     assert fn["Timeout"] == 900
     assert fn["MemorySize"] >= 512
@@ -128,7 +129,6 @@ def test_function_runtime_handler_tracing() -> None:
     assert run_sh.is_file()
     assert os.access(run_sh, os.X_OK), "run.sh must be executable: the adapter execs it"
     assert (code / "policy_gateway" / "__init__.py").is_file()
-    assert (code / "requirements.txt").is_file()
 
 
 def test_function_url_streams_and_auth_type_is_a_parameter() -> None:
@@ -164,14 +164,51 @@ def test_public_url_has_both_invoke_permissions() -> None:
     assert actions["lambda:InvokeFunction"]["InvokedViaFunctionUrl"] is True
 
 
+def test_architecture_is_a_parameter_graviton_by_default() -> None:
+    param = PARAMETERS["Architecture"]
+    assert param["Default"] == "arm64"
+    assert set(param["AllowedValues"]) == set(ADAPTER_LAYER_NAMES)
+    layer = RESOURCES["PoliciesLayer"]
+    assert layer["Properties"]["CompatibleArchitectures"] == [{"Ref": "Architecture"}]
+    assert layer["Metadata"]["BuildArchitecture"] == {"Ref": "Architecture"}
+    # The build takes the architecture from the Makefile's directory: SAM passes
+    # make nothing else that names it (release/lambda.mk).
+    for logical_id in ("GatewayFunction", "PoliciesLayer"):
+        metadata = RESOURCES[logical_id]["Metadata"]
+        assert metadata["BuildMethod"] == "makefile"
+        assert metadata["ContextPath"] == {"Fn::Sub": "release/${Architecture}"}
+    for arch in param["AllowedValues"]:
+        makefile = (ROOT / "release" / arch / "Makefile").read_text()
+        assert f"ARCH := {arch}\n" in makefile
+
+
+def test_samconfig_builds_and_deploys_the_same_architecture() -> None:
+    default = tomllib.loads((ROOT / "samconfig.toml").read_text())["default"]
+
+    def architecture(command: str) -> str:
+        overrides = default[command]["parameters"]["parameter_overrides"]
+        (value,) = [e.split("=", 1)[1] for e in overrides if e.startswith("Architecture=")]
+        return str(value)
+
+    assert architecture("build") == architecture("deploy") == _parameter_default("Architecture")
+
+
 def test_web_adapter_layer_is_pinned_and_configured() -> None:
     fn = _function()
-    subs = [layer["Fn::Sub"] for layer in fn["Layers"] if "Fn::Sub" in layer]
-    adapter = [sub for sub in subs if "LambdaAdapterLayer" in sub]
-    assert len(adapter) == 1
-    match = ADAPTER_LAYER.match(adapter[0])
-    assert match, adapter[0]
-    assert int(match.group(1)) >= 26
+    assert TEMPLATE_JSON["Conditions"]["IsArm64"] == {
+        "Fn::Equals": [{"Ref": "Architecture"}, "arm64"]
+    }
+    (adapter,) = [layer["Fn::If"] for layer in fn["Layers"] if "Fn::If" in layer]
+    condition, arm64, x86_64 = adapter
+    assert condition == "IsArm64"
+    versions = set()
+    for arch, arn in (("arm64", arm64), ("x86_64", x86_64)):
+        match = ADAPTER_LAYER.fullmatch(arn["Fn::Sub"])
+        assert match, arn
+        assert match.group(1) == ADAPTER_LAYER_NAMES[arch]
+        versions.add(int(match.group(2)))
+    # One adapter release for both architectures (v1.1.0 is version 30 of each).
+    assert versions == {30}
     env = _env()
     assert env["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
     assert env["AWS_LWA_INVOKE_MODE"] == "response_stream"
@@ -183,13 +220,11 @@ def test_web_adapter_layer_is_pinned_and_configured() -> None:
     assert "AWS_LWA_PORT" in run_sh
 
 
-def test_policies_layer_is_built_with_python_and_attached() -> None:
+def test_policies_layer_is_built_and_attached() -> None:
     layer = _resource("PoliciesLayer", "AWS::Serverless::LayerVersion")
-    assert RESOURCES["PoliciesLayer"]["Metadata"]["BuildMethod"] == "python3.13"
     assert layer["CompatibleRuntimes"] == ["python3.13"]
     assert layer["CompatibleArchitectures"] == _function()["Architectures"]
     content = ROOT / layer["ContentUri"]
-    assert (content / "requirements.txt").is_file()
     assert (content / "gateway_policies" / "__init__.py").is_file()
     assert {"Ref": "PoliciesLayer"} in _function()["Layers"]
 
