@@ -174,6 +174,24 @@ def test_web_adapter_layer_is_pinned_and_configured() -> None:
     assert "AWS_LWA_PORT" in run_sh
 
 
+def test_shell_scripts_are_checked_out_with_lf_endings() -> None:
+    """A Windows checkout must not ship a run.sh the adapter cannot exec."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+
+    scripts = git("ls-files", "*.sh").split()
+    assert "functions/gateway/run.sh" in scripts
+    result = git("check-attr", "eol", "text", "--", *scripts)
+    attributes = {tuple(line.rsplit(": ", 2)) for line in result.splitlines()}
+    for script in scripts:
+        assert (script, "eol", "lf") in attributes, result
+        assert (script, "text", "set") in attributes, result
+        assert b"\r" not in (ROOT / script).read_bytes(), script
+
+
 def test_policies_layer_is_built_with_python_and_attached() -> None:
     layer = _resource("PoliciesLayer", "AWS::Serverless::LayerVersion")
     assert RESOURCES["PoliciesLayer"]["Metadata"]["BuildMethod"] == "python3.13"
