@@ -192,6 +192,19 @@ def test_shell_scripts_are_checked_out_with_lf_endings() -> None:
         assert b"\r" not in (ROOT / script).read_bytes(), script
 
 
+def test_the_deploy_guide_checks_the_adapter_version_the_template_pins() -> None:
+    pinned = re.compile(r"LambdaAdapterLayer(?:X86|Arm64):(\d+)")
+    in_template = set(pinned.findall(TEMPLATE.read_text()))
+    guide = (ROOT / "docs" / "deploy.md").read_text()
+    assert "aws lambda get-layer-version-by-arn" in guide
+    assert in_template
+    assert set(pinned.findall(guide)) == in_template
+    # The China regions' adapter accounts, as the adapter's documentation lists them.
+    for region, account in (("cn-north-1", "041581134020"), ("cn-northwest-1", "069767869989")):
+        assert region in guide
+        assert account in guide
+
+
 def test_policies_layer_is_built_with_python_and_attached() -> None:
     layer = _resource("PoliciesLayer", "AWS::Serverless::LayerVersion")
     assert RESOURCES["PoliciesLayer"]["Metadata"]["BuildMethod"] == "python3.13"
