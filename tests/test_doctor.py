@@ -230,7 +230,9 @@ def test_doctor_names_each_fault_and_its_fix(deployed: Deployed, ssm: Any) -> No
     variables = dict(env["Variables"])
     del variables["AWS_LAMBDA_EXEC_WRAPPER"]
     lambda_.update_function_configuration(
-        FunctionName=deployed.function_name, Environment={"Variables": variables}
+        FunctionName=deployed.function_name,
+        Environment={"Variables": variables},
+        Runtime="python3.12",
     )
     cloudwatch = boto3.client("cloudwatch")
     cloudwatch.put_metric_alarm(
@@ -260,6 +262,7 @@ def test_doctor_names_each_fault_and_its_fix(deployed: Deployed, ssm: Any) -> No
         assert wrong in results[check], results[check]
         assert "\nfix: " in results[check], results[check]
         assert fix in results[check].split("\nfix: ")[1], results[check]
+    assert "Runtime is 'python3.12', the template says 'python3.13'" in results["function"]
 
 
 def test_doctor_for_an_unknown_stack_says_so() -> None:

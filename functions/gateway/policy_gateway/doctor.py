@@ -64,15 +64,6 @@ def _aws_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _template_value(value: Any, stack_name: str) -> str | None:
-    """A template environment value as deployed, when it is knowable offline."""
-    if isinstance(value, str | int | float):
-        return str(value)
-    if value == {"Ref": "AWS::StackName"}:
-        return stack_name
-    return None
-
-
 def _layer_name(arn: str) -> str:
     # arn:<partition>:lambda:<region>:<account>:layer:<name>:<version>
     parts = arn.split(":")
@@ -106,6 +97,19 @@ class Doctor:
             f" --region {deployment.region}" if deployment.region else ""
         )
 
+    def _template_value(self, value: Any) -> Any:
+        """A template value as deployed, or None where it needs more than a Ref to know."""
+        if isinstance(value, str | int | float):
+            return str(value)
+        if isinstance(value, list):
+            items = [self._template_value(item) for item in value]
+            return None if None in items else items
+        if isinstance(value, dict) and list(value) == ["Ref"]:
+            if value["Ref"] == "AWS::StackName":
+                return self.deployment.stack_name
+            return self.deployment.parameter(value["Ref"])
+        return None
+
     # ------------------------------------------------------------ the checks
 
     def stack(self) -> str:
@@ -124,24 +128,17 @@ class Doctor:
         template = deployment.template["Resources"].get(FUNCTION_LOGICAL_ID, {})
         expected = template.get("Properties", {})
         wrong: list[str] = []
-        for key in ("Runtime", "Handler"):
-            if key in expected and function.get(key) != expected[key]:
-                wrong.append(f"{key} is {function.get(key)!r}, the template says {expected[key]!r}")
-        if (
-            "Architectures" in expected
-            and function.get("Architectures") != expected["Architectures"]
-        ):
-            wrong.append(
-                f"Architectures {function.get('Architectures')}, "
-                f"the template says {expected['Architectures']}"
-            )
+        for key in ("Runtime", "Handler", "Architectures"):
+            want = self._template_value(expected.get(key))
+            if want is not None and function.get(key) != want:
+                wrong.append(f"{key} is {function.get(key)!r}, the template says {want!r}")
         env = deployment.environment
         declared = expected.get("Environment", {}).get("Variables", {})
         for name, value in {**declared, **ADAPTER_ENV}.items():
             if name not in env:
                 wrong.append(f"environment variable {name} is missing")
                 continue
-            want = ADAPTER_ENV.get(name) or _template_value(value, deployment.stack_name)
+            want = ADAPTER_ENV.get(name) or self._template_value(value)
             if want is not None and env[name] != want:
                 wrong.append(f"{name}={env[name]!r}, expected {want!r}")
         if function.get("State", "Active") != "Active":
