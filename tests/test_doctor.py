@@ -13,6 +13,8 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -317,3 +319,22 @@ def test_alarm_dimensions_are_compared_exactly() -> None:
     assert wrong[0].startswith("alarm b ")
     assert wrong[1].startswith("alarm d ")
     assert "staging-gateway" in wrong[1]
+
+
+def test_serving_never_imports_the_operator_side() -> None:
+    """doctor and deployment (boto3 clients for CloudFormation, Lambda,
+    CloudWatch) belong to the CLI; the gateway's cold start must not pay for them."""
+    code = (
+        "import sys\n"
+        "from policy_gateway import cli, settings\n"
+        "from policy_gateway.app import create_app\n"
+        "create_app(settings.Settings())\n"
+        "print(sorted(m for m in sys.modules if m.startswith('policy_gateway')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = result.stdout
+    assert "policy_gateway.cli" in loaded
+    assert "policy_gateway.doctor" not in loaded
+    assert "policy_gateway.deployment" not in loaded
