@@ -48,7 +48,7 @@ def moto_endpoint() -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    for service in ("SSM", "SECRETS_MANAGER", "CLOUDWATCH"):
+    for service in ("SSM", "SECRETS_MANAGER", "CLOUDWATCH", "CLOUDFORMATION", "LAMBDA"):
         os.environ[f"AWS_ENDPOINT_URL_{service}"] = endpoint
     yield endpoint
     server.stop()

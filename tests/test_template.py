@@ -14,17 +14,21 @@ import os
 import re
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cfnlint.decode.cfn_yaml import load as load_cfn_yaml  # type: ignore[import-untyped]
 from gateway_policies.loader import load_chain
 from policy_gateway import settings
 
-ROOT = Path(__file__).resolve().parents[1]
-TEMPLATE = ROOT / "template.yaml"
+from .conftest import sdk
+from .support.cfn import ROOT, TEMPLATE, Stack, load_template
+from .support.fake_upstream import FakeUpstream, Reply
+from .support.servers import gateway_process, json_lines
+from .test_fallback import REPLACE, ask
+
 EVENTS = ROOT / "events"
 BIN = Path(sys.executable).parent
 
@@ -55,15 +59,7 @@ PLATFORM_ENV = {
 Json = dict[str, Any]
 
 
-def _load_template() -> Json:
-    # cfn-lint's loader understands the short intrinsic tags (!Ref, !Sub, ...) and
-    # returns them in their long form ({"Ref": ...}, {"Fn::Sub": ...}).
-    loaded = json.loads(json.dumps(load_cfn_yaml(str(TEMPLATE))))
-    assert isinstance(loaded, dict)
-    return loaded
-
-
-TEMPLATE_JSON = _load_template()
+TEMPLATE_JSON = load_template()
 RESOURCES: Json = TEMPLATE_JSON["Resources"]
 PARAMETERS: Json = TEMPLATE_JSON["Parameters"]
 OUTPUTS: Json = TEMPLATE_JSON["Outputs"]
@@ -105,11 +101,6 @@ def _metric_names() -> set[str]:
         for name, value in vars(settings).items()
         if name.startswith("METRIC_") and isinstance(value, str)
     }
-
-
-def _substitute(body: str) -> str:
-    """Replace ${...} placeholders of an Fn::Sub string with dummy values."""
-    return re.sub(r"\$\{[^}]+\}", "x", body)
 
 
 # ----------------------------------------------------------------- the function
@@ -220,6 +211,37 @@ def test_web_adapter_layer_is_pinned_and_configured() -> None:
     assert "AWS_LWA_PORT" in run_sh
 
 
+def test_shell_scripts_are_checked_out_with_lf_endings() -> None:
+    """A Windows checkout must not ship a run.sh the adapter cannot exec."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+
+    scripts = git("ls-files", "*.sh").split()
+    assert "functions/gateway/run.sh" in scripts
+    result = git("check-attr", "eol", "text", "--", *scripts)
+    attributes = {tuple(line.rsplit(": ", 2)) for line in result.splitlines()}
+    for script in scripts:
+        assert (script, "eol", "lf") in attributes, result
+        assert (script, "text", "set") in attributes, result
+        assert b"\r" not in (ROOT / script).read_bytes(), script
+
+
+def test_the_deploy_guide_checks_the_adapter_version_the_template_pins() -> None:
+    pinned = re.compile(r"LambdaAdapterLayer(?:X86|Arm64):(\d+)")
+    in_template = set(pinned.findall(TEMPLATE.read_text()))
+    guide = (ROOT / "docs" / "deploy.md").read_text()
+    assert "aws lambda get-layer-version-by-arn" in guide
+    assert in_template
+    assert set(pinned.findall(guide)) == in_template
+    # The China regions' adapter accounts, as the adapter's documentation lists them.
+    for region, account in (("cn-north-1", "041581134020"), ("cn-northwest-1", "069767869989")):
+        assert region in guide
+        assert account in guide
+
+
 def test_policies_layer_is_built_and_attached() -> None:
     layer = _resource("PoliciesLayer", "AWS::Serverless::LayerVersion")
     assert layer["CompatibleRuntimes"] == ["python3.13"]
@@ -234,14 +256,12 @@ def test_policies_layer_is_built_and_attached() -> None:
 
 def test_environment_uses_the_names_settings_reads() -> None:
     env = _env()
-    assert env[settings.ENV_SERVICE_NAME] == settings.SERVICE_NAME
+    assert _ref(env[settings.ENV_SERVICE_NAME]) == "AWS::StackName"
     assert env[settings.ENV_METRICS_NAMESPACE] == settings.METRICS_NAMESPACE
     assert float(env[settings.ENV_FLAG_TTL]) == settings.DEFAULT_FLAG_TTL
     assert float(env[settings.ENV_POLICY_CONFIG_TTL]) == settings.DEFAULT_POLICY_CONFIG_TTL
     assert _ref(env[settings.ENV_UPSTREAM_BASE_URL]) == "UpstreamBaseUrl"
     assert _parameter_default("UpstreamBaseUrl") == settings.DEFAULT_UPSTREAM_BASE_URL
-    assert _ref(env[settings.ENV_FLAG_PARAMETER]) == "FallbackFlagParameter"
-    assert _ref(env[settings.ENV_POLICY_CONFIG_PARAMETER]) == "PolicyConfigParameter"
     assert _ref(env[ENV_AUTH_MODE]) == "AuthMode"
     assert _ref(env[ENV_GATEWAY_KEYS_SECRET]) == "GatewayKeysSecret"
     assert _ref(env[ENV_UPSTREAM_API_KEY_SECRET]) == "UpstreamApiKeySecret"
@@ -259,35 +279,217 @@ def test_environment_uses_the_names_settings_reads() -> None:
     assert set(env) - PLATFORM_ENV <= known
 
 
-def test_ssm_parameters_default_to_the_code_defaults() -> None:
-    flag = _resource("FallbackFlagParameter", "AWS::SSM::Parameter")
-    assert _ref(flag["Name"]) == "FlagParameterName"
-    assert _parameter_default("FlagParameterName") == settings.DEFAULT_FLAG_PARAMETER
-    assert flag["Type"] == "String"
-    assert flag["Value"] == "false"
+def test_the_default_stack_has_exactly_the_code_defaults() -> None:
+    """samconfig.toml's stack, policy-gateway, emits what a local run emits."""
+    stack = Stack(TEMPLATE_JSON, settings.SERVICE_NAME)
+    env = stack.resources()["GatewayFunction"]["Properties"]["Environment"]["Variables"]
+    assert env[settings.ENV_SERVICE_NAME] == settings.SERVICE_NAME
+    assert env[settings.ENV_FLAG_PARAMETER] == settings.DEFAULT_FLAG_PARAMETER
+    assert env[settings.ENV_POLICY_CONFIG_PARAMETER] == settings.DEFAULT_POLICY_CONFIG_PARAMETER
+    outputs = stack.outputs()
+    assert outputs["FlagParameterName"] == settings.DEFAULT_FLAG_PARAMETER
+    assert outputs["PolicyConfigParameterName"] == settings.DEFAULT_POLICY_CONFIG_PARAMETER
 
-    config = _resource("PolicyConfigParameter", "AWS::SSM::Parameter")
-    assert _ref(config["Name"]) == "PolicyConfigParameterName"
-    assert (
-        _parameter_default("PolicyConfigParameterName") == settings.DEFAULT_POLICY_CONFIG_PARAMETER
-    )
-    assert config["Type"] == "String"
-    assert json.loads(config["Value"]) == {"policies": []}
-    assert len(load_chain(config["Value"]).policies) == 0
 
+def test_parameter_names_can_be_given_and_must_start_with_a_slash() -> None:
+    names = {
+        "FlagParameterName": "/team/gw/flag",
+        "PolicyConfigParameterName": "/team/gw/chain",
+    }
+    stack = Stack(TEMPLATE_JSON, "gw", parameters=names)
+    env = stack.resources()["GatewayFunction"]["Properties"]["Environment"]["Variables"]
+    assert env[settings.ENV_FLAG_PARAMETER] == "/team/gw/flag"
+    assert env[settings.ENV_POLICY_CONFIG_PARAMETER] == "/team/gw/chain"
+    assert stack.outputs()["FlagParameterName"] == "/team/gw/flag"
+    assert "--name /team/gw/flag " in stack.outputs()["FlagToggleCommand"]
     # The IAM ARNs are built as "parameter${Name}", which is right only for names
-    # that start with a slash.
-    for name in ("FlagParameterName", "PolicyConfigParameterName"):
+    # that start with a slash; empty means "derive it from the stack name".
+    for name in names:
         pattern = PARAMETERS[name]["AllowedPattern"]
-        assert re.fullmatch(pattern, _parameter_default(name))
+        assert _parameter_default(name) == ""
+        assert re.fullmatch(pattern, "")
+        assert re.fullmatch(pattern, names[name])
         assert not re.fullmatch(pattern, "no-leading-slash")
+
+
+# ------------------------------------------- live values the stack never owns
+
+LIVE_VALUE_ENV = (settings.ENV_FLAG_PARAMETER, settings.ENV_POLICY_CONFIG_PARAMETER)
+
+
+def _live_value_names(stack: Stack) -> set[str]:
+    env = stack.resources()["GatewayFunction"]["Properties"]["Environment"]["Variables"]
+    return {env[key] for key in LIVE_VALUE_ENV}
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [{}, {"FlagParameterName": "/x/flag", "PolicyConfigParameterName": "/x/chain"}],
+    ids=["derived-names", "given-names"],
+)
+def test_no_deploy_can_write_the_live_flag_or_chain(parameters: dict[str, str]) -> None:
+    """CloudFormation must not own the flag or the chain.
+
+    A parameter the stack declares gets the template's value written back
+    whenever that resource is updated for any reason (a description, a tag),
+    which silently turns the fallback off and empties the policy chain.
+    Neither an SSM parameter resource nor a custom resource may name them.
+    """
+    stack = Stack(TEMPLATE_JSON, "gw-live", parameters=parameters)
+    live = _live_value_names(stack)
+    assert len(live) == 2
+    for logical_id, resource in stack.resources().items():
+        props = resource["Properties"]
+        if resource["Type"] == "AWS::SSM::Parameter":
+            assert props.get("Name") not in live, f"{logical_id} would own a live value"
+            assert "Name" in props, f"{logical_id}: an unnamed SSM parameter hides what it is"
+        if resource["Type"].startswith("Custom::") or resource["Type"] in (
+            "AWS::CloudFormation::CustomResource",
+            "AWS::SSM::Association",
+        ):
+            mentioned = json.dumps(props)
+            assert not any(name in mentioned for name in live), f"{logical_id} writes {live}"
+
+
+def test_the_gateway_may_only_read_the_live_values() -> None:
+    stack = Stack(TEMPLATE_JSON, "gw-iam")
+    live_arns = {
+        f"arn:aws:ssm:us-east-1:123456789012:parameter{name}" for name in _live_value_names(stack)
+    }
+    role_statements = _function()["Policies"]
+    actions = {
+        action
+        for policy in stack.resolve(role_statements)
+        for statement in policy["Statement"]
+        for action in (
+            [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+        )
+        if set(statement["Resource"] if isinstance(statement["Resource"], list) else
+               [statement["Resource"]]) & live_arns
+    }  # fmt: skip
+    assert actions == {"ssm:GetParameter"}
+
+
+# ---------------------------------------------------------- stack identity
+
+STACK_NAMES = ("prod-gateway", "staging-gateway")
+# Properties that name a resource; MetricName is the metric, whose identity is
+# namespace + name + dimensions (checked separately).
+NAMING_PROPERTY = re.compile(r"^(Name|[A-Za-z]+Name)$")
+SHARED_BY_DESIGN = {"MetricName"}
+
+
+def _named(stack: Stack) -> dict[str, str]:
+    """Every name the stack gives a resource, keyed by where it is."""
+    names: dict[str, str] = {}
+    for logical_id, resource in stack.resources().items():
+        for key, value in resource["Properties"].items():
+            named = NAMING_PROPERTY.match(key) and key not in SHARED_BY_DESIGN
+            if named and isinstance(value, str):
+                names[f"{logical_id}.{key}"] = value
+        variables = resource["Properties"].get("Environment", {}).get("Variables", {})
+        for key in (settings.ENV_SERVICE_NAME, *LIVE_VALUE_ENV):
+            if key in variables:
+                names[f"{logical_id}.env.{key}"] = variables[key]
+    return names
+
+
+def _watched_services(stack: Stack) -> dict[str, list[str]]:
+    """For each alarm and dashboard, the service dimension values it watches."""
+    watched: dict[str, list[str]] = {}
+    for logical_id, resource in stack.resources().items():
+        props = resource["Properties"]
+        if resource["Type"] == "AWS::CloudWatch::Alarm":
+            metrics = [props] + [
+                query["MetricStat"]["Metric"]
+                for query in props.get("Metrics", [])
+                if "MetricStat" in query
+            ]
+            for metric in metrics:
+                if metric.get("Namespace") != settings.METRICS_NAMESPACE:
+                    continue
+                assert [d["Name"] for d in metric["Dimensions"]] == [SERVICE_DIMENSION], (
+                    f"{logical_id}: the code emits exactly the dimension set [service]"
+                )
+                watched.setdefault(logical_id, []).append(metric["Dimensions"][0]["Value"])
+        if resource["Type"] == "AWS::CloudWatch::Dashboard":
+            for widget in json.loads(props["DashboardBody"])["widgets"]:
+                for metric in widget["properties"].get("metrics", []):
+                    if metric[0] != settings.METRICS_NAMESPACE:
+                        continue
+                    dims = [part for part in metric[2:] if isinstance(part, str)]
+                    assert dims[0] == SERVICE_DIMENSION, metric
+                    watched.setdefault(logical_id, []).append(dims[1])
+    return watched
+
+
+def test_two_stacks_share_no_metric_identity_and_no_name() -> None:
+    stacks = [Stack(TEMPLATE_JSON, name) for name in STACK_NAMES]
+    for stack in stacks:
+        env = stack.resources()["GatewayFunction"]["Properties"]["Environment"]["Variables"]
+        emitted = env[settings.ENV_SERVICE_NAME]
+        assert emitted == stack.name
+        watched = _watched_services(stack)
+        assert "PassthroughFallbackAlarm" in watched
+        assert "Dashboard" in watched
+        for where, services in watched.items():
+            assert set(services) == {emitted}, f"{stack.name}: {where} watches {services}"
+    first, second = (_named(stack) for stack in stacks)
+    assert set(first) == set(second)
+    shared = {where: value for where, value in first.items() if second[where] == value}
+    assert not shared, f"two stacks would share {shared}"
+
+
+def test_the_emitted_dimension_is_what_that_stacks_alarm_watches(
+    tmp_path: Path, upstream: FakeUpstream, upstream_url: str, ssm: Any
+) -> None:
+    """Run the gateway with the environment the template gives stack
+    `staging-gateway`, make it fall back, and compare its EMF line with that
+    stack's alarm."""
+    stack = Stack(TEMPLATE_JSON, STACK_NAMES[1])
+    resources = stack.resources()
+    template_env = resources["GatewayFunction"]["Properties"]["Environment"]["Variables"]
+    identity = {
+        key: template_env[key]
+        for key in (settings.ENV_SERVICE_NAME, settings.ENV_METRICS_NAMESPACE, *LIVE_VALUE_ENV)
+    }
+    ssm.put_parameter(
+        Name=identity[settings.ENV_FLAG_PARAMETER], Value="true", Type="String", Overwrite=True
+    )
+    ssm.put_parameter(
+        Name=identity[settings.ENV_POLICY_CONFIG_PARAMETER],
+        Value=REPLACE,
+        Type="String",
+        Overwrite=True,
+    )
+    env = {
+        **identity,
+        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+        settings.ENV_UPSTREAM_MAX_RETRIES: "0",
+        "PYTHONPATH": str(ROOT),
+    }
+    stdout = tmp_path / "gateway.out"
+    with gateway_process(env, stdout_path=stdout) as (url, _):
+        upstream.script(Reply.error(400, "invalid_request_error"))
+        assert ask(sdk(url)).startswith("echo:")
+        time.sleep(0.3)
+    (emf,) = [line for line in json_lines(stdout.read_text()) if settings.METRIC_FALLBACK in line]
+    directive = emf["_aws"]["CloudWatchMetrics"][0]
+    alarm = resources["PassthroughFallbackAlarm"]["Properties"]
+    assert directive["Namespace"] == alarm["Namespace"]
+    assert {"Name": alarm["MetricName"], "Unit": "Count"} in directive["Metrics"]
+    assert directive["Dimensions"] == [[d["Name"] for d in alarm["Dimensions"]]]
+    assert {d["Name"]: emf[d["Name"]] for d in alarm["Dimensions"]} == {
+        d["Name"]: d["Value"] for d in alarm["Dimensions"]
+    }
+    assert emf[SERVICE_DIMENSION] == "staging-gateway"
 
 
 def test_alarm_watches_exactly_the_emitted_fallback_metric() -> None:
     alarm = _resource("PassthroughFallbackAlarm", "AWS::CloudWatch::Alarm")
     assert alarm["Namespace"] == settings.METRICS_NAMESPACE
     assert alarm["MetricName"] == settings.METRIC_FALLBACK
-    assert alarm["Dimensions"] == [{"Name": SERVICE_DIMENSION, "Value": settings.SERVICE_NAME}]
+    assert alarm["Dimensions"] == [{"Name": SERVICE_DIMENSION, "Value": {"Ref": "AWS::StackName"}}]
     assert alarm["Statistic"] == "Sum"
     assert alarm["Period"] == 300
     assert alarm["EvaluationPeriods"] == 1
@@ -311,8 +513,8 @@ def test_alarm_topic_and_subscription_only_with_an_email() -> None:
 
 
 def test_dashboard_charts_every_metric_with_the_emitted_dimension() -> None:
-    body = _resource("Dashboard", "AWS::CloudWatch::Dashboard")["DashboardBody"]["Fn::Sub"]
-    dashboard = json.loads(_substitute(body))
+    stack = Stack(TEMPLATE_JSON, settings.SERVICE_NAME)
+    dashboard = json.loads(stack.resources()["Dashboard"]["Properties"]["DashboardBody"])
     charted: dict[str, set[str]] = {}
     for widget in dashboard["widgets"]:
         properties = widget["properties"]
@@ -359,12 +561,10 @@ def test_iam_is_scoped_to_the_two_parameters_and_the_two_secrets() -> None:
         for action in actions:
             by_service.setdefault(action, []).extend(resources)
     assert set(by_service) == {"ssm:GetParameter", "secretsmanager:GetSecretValue"}
-    partition_region_account = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
-    assert sorted(r["Fn::Sub"] for r in by_service["ssm:GetParameter"]) == sorted(
-        [
-            f"{partition_region_account}:parameter${{FallbackFlagParameter}}",
-            f"{partition_region_account}:parameter${{PolicyConfigParameter}}",
-        ]
+    stack = Stack(TEMPLATE_JSON, settings.SERVICE_NAME)
+    assert sorted(stack.resolve(by_service["ssm:GetParameter"])) == sorted(
+        f"arn:aws:ssm:us-east-1:123456789012:parameter{name}"
+        for name in (settings.DEFAULT_FLAG_PARAMETER, settings.DEFAULT_POLICY_CONFIG_PARAMETER)
     )
     assert sorted(_ref(r) for r in by_service["secretsmanager:GetSecretValue"]) == [
         "GatewayKeysSecret",
@@ -393,9 +593,10 @@ def test_secrets_and_auth_mode() -> None:
 
 def test_outputs_tell_the_operator_what_to_do() -> None:
     assert OUTPUTS["FunctionUrl"]["Value"] == {"Fn::GetAtt": ["GatewayFunctionUrl", "FunctionUrl"]}
-    assert _ref(OUTPUTS["FlagParameterName"]["Value"]) == "FallbackFlagParameter"
-    assert _ref(OUTPUTS["PolicyConfigParameterName"]["Value"]) == "PolicyConfigParameter"
-    toggle = OUTPUTS["FlagToggleCommand"]["Value"]["Fn::Sub"]
+    outputs = Stack(TEMPLATE_JSON, "gw").outputs()
+    assert outputs["InitCommand"] == "policy-gateway init --stack gw --region us-east-1"
+    assert outputs["DoctorCommand"] == "policy-gateway doctor --stack gw --region us-east-1"
+    toggle = outputs["FlagToggleCommand"]
     assert "policy-gateway flag on" in toggle
     assert "aws ssm put-parameter" in toggle
     read_key = OUTPUTS["GatewayKeyReadCommand"]["Value"]["Fn::Sub"]

@@ -3,6 +3,8 @@
     policy-gateway serve [--host H] [--port P] [--simulate-upstream] [--embedded-ssm]
     policy-gateway flag on|off|status
     policy-gateway policy show|set FILE
+    policy-gateway init [--stack NAME] [--region R]
+    policy-gateway doctor --stack NAME [--region R] [--url URL]
 
 The operator commands honour the standard AWS SDK environment (region,
 profile, AWS_ENDPOINT_URL_SSM). The first-run stand-ins (an embedded SSM and
@@ -26,6 +28,7 @@ from typing import Any
 from . import settings
 
 _LOCAL_REGION = "us-east-1"
+FLAG_VALUES = {"on": "true", "off": "false"}
 
 
 def _free_port() -> int:
@@ -72,11 +75,11 @@ def _start_embedded_ssm(port: int) -> str:
     os.environ["AWS_ENDPOINT_URL_SSM"] = endpoint
     config = settings.Settings.from_env()
     ssm = _ssm()
-    ssm.put_parameter(Name=config.flag_parameter, Value="false", Type="String", Overwrite=True)
+    ssm.put_parameter(**_flag_parameter(config.flag_parameter, FLAG_VALUES["off"]), Overwrite=True)
     if config.policy_config_parameter:
         ssm.put_parameter(
             Name=config.policy_config_parameter,
-            Value=config.policy_config or '{"policies": []}',
+            Value=config.policy_config or settings.EMPTY_POLICY_CHAIN,
             Type="String",
             Overwrite=True,
         )
@@ -123,11 +126,23 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ssm() -> Any:
+def _ssm(region: str | None = None) -> Any:
     import boto3
 
     # botocore reads AWS_DEFAULT_REGION only; Lambda and most shells set AWS_REGION.
-    return boto3.client("ssm", region_name=os.environ.get("AWS_REGION") or None)
+    return boto3.client("ssm", region_name=region or os.environ.get("AWS_REGION") or None)
+
+
+def _flag_parameter(name: str, value: str) -> dict[str, str]:
+    # The pattern makes SSM itself refuse a typo ("ture", "on") from any writer
+    # (console, aws cli) instead of the gateway reading it as off.
+    return {
+        "Name": name,
+        "Value": value,
+        "Type": "String",
+        "AllowedPattern": settings.FLAG_ALLOWED_PATTERN,
+        "Description": "Policy Gateway passthrough fallback: true or false",
+    }
 
 
 def _parameter_status(name: str, ttl: float) -> dict[str, Any]:
@@ -147,10 +162,7 @@ def flag(args: argparse.Namespace) -> int:
     config = settings.Settings.from_env()
     if args.action in ("on", "off"):
         _ssm().put_parameter(
-            Name=config.flag_parameter,
-            Value="true" if args.action == "on" else "false",
-            Type="String",
-            Overwrite=True,
+            **_flag_parameter(config.flag_parameter, FLAG_VALUES[args.action]), Overwrite=True
         )
     status = _parameter_status(config.flag_parameter, config.flag_ttl)
     from .flag import parse_flag
@@ -182,6 +194,51 @@ def policy(args: argparse.Namespace) -> int:
     return 0
 
 
+def init(args: argparse.Namespace) -> int:
+    """Create the flag and the policy chain where they do not exist; never overwrite.
+
+    The stack does not own these values (a stack update would write its own
+    values back), so this is how a new stack gets them: the fallback off and
+    an empty chain, which the operator then changes with `flag` and `policy`.
+    """
+    if args.stack:
+        from .deployment import Deployment
+
+        deployment = Deployment(args.stack, args.region)
+        flag_name, chain_name = deployment.flag_parameter, deployment.policy_config_parameter
+    else:
+        config = settings.Settings.from_env()
+        flag_name = config.flag_parameter
+        chain_name = config.policy_config_parameter or settings.DEFAULT_POLICY_CONFIG_PARAMETER
+    ssm = _ssm(args.region)
+    initial = [
+        _flag_parameter(flag_name, FLAG_VALUES["off"]),
+        {
+            "Name": chain_name,
+            "Value": settings.EMPTY_POLICY_CHAIN,
+            "Type": "String",
+            "Description": "Policy Gateway policy chain (JSON)",
+        },
+    ]
+    for parameter in initial:
+        # Overwrite=False makes SSM itself refuse to replace a value, so two
+        # operators running init at once cannot clobber a live one either.
+        try:
+            ssm.put_parameter(**parameter, Overwrite=False)
+        except ssm.exceptions.ParameterAlreadyExists:
+            version = ssm.get_parameter(Name=parameter["Name"])["Parameter"]["Version"]
+            print(f"kept     {parameter['Name']} (exists, version {version}; never overwritten)")
+        else:
+            print(f"created  {parameter['Name']} = {parameter['Value']}")
+    return 0
+
+
+def doctor(args: argparse.Namespace) -> int:
+    from .doctor import main as run_doctor
+
+    return run_doctor(args.stack, args.region, args.url)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="policy-gateway", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -207,6 +264,19 @@ def build_parser() -> argparse.ArgumentParser:
     chain.add_argument("action", choices=["show", "set"])
     chain.add_argument("file", nargs="?")
     chain.set_defaults(handler=policy)
+    setup = commands.add_parser(
+        "init", help="create the flag and policy chain parameters if absent (never overwrites)"
+    )
+    setup.add_argument("--stack", help="take the parameter names from this stack's function")
+    setup.add_argument("--region")
+    setup.set_defaults(handler=init)
+    check = commands.add_parser("doctor", help="check a deployed stack (read-only)")
+    check.add_argument("--stack", required=True)
+    check.add_argument("--region")
+    check.add_argument(
+        "--url", help="check /healthz here instead of the Function URL (e.g. a custom domain)"
+    )
+    check.set_defaults(handler=doctor)
     return parser
 
 

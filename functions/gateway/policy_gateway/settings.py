@@ -69,6 +69,10 @@ DEFAULT_FLAG_TTL = 30.0
 DEFAULT_POLICY_CONFIG_PARAMETER = "/policy-gateway/policy-config"
 DEFAULT_POLICY_CONFIG_TTL = 30.0
 DEFAULT_DEADLINE_MARGIN = 3.0
+# What `policy-gateway init` writes: the fallback off, no policies. The flag
+# parameter is created with this pattern, so SSM refuses any other value.
+FLAG_ALLOWED_PATTERN = "^(true|false)$"
+EMPTY_POLICY_CHAIN = '{"policies": []}'
 
 # `passthrough`: the client's own Anthropic credentials go upstream.
 # `gateway_key`: clients present a gateway key, the gateway holds the Anthropic key.
