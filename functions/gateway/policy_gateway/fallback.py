@@ -86,7 +86,7 @@ async def record(
     replay = PolicyContext(endpoint=ctx.endpoint, stream=ctx.stream, call_id=ctx.call_id)
     attribution = await chain.attribute_changes(attempted.original, replay)
     if attribution:
-        error.span.annotate("fallback_policies", ",".join(sorted(attribution)))
+        error.span.annotate(settings.ANNOTATION_FALLBACK_POLICIES, ",".join(sorted(attribution)))
     logger.warning(
         "passthrough fallback: upstream rejected the policy-modified request; "
         "retrying once with the original request",

@@ -85,15 +85,18 @@ class MessagesEndpoint:
             _text(header(b"x-amzn-lambda-context")), _text(header(b"x-amzn-request-context"))
         )
         call = _Call(call_id=invocation.request_id or uuid.uuid4().hex, endpoint=self._endpoint)
-        traced = tracing.begin_call(_text(header(b"x-amzn-trace-id")))
-        with call_context(
-            call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
+        with (
+            tracing.call(header, scope["path"]) as trace,
+            call_context(
+                call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
+            ),
         ):
             try:
-                await self._handle(scope, receive, send, header, call, invocation, traced)
+                await self._handle(scope, receive, send, header, call, invocation)
             except GatewayError as exc:
                 await _respond(send, call, exc.status, exc.to_bytes())
             finally:
+                trace.status = call.status
                 self._finish(call)
 
     def _finish(self, call: _Call) -> None:
@@ -122,7 +125,6 @@ class MessagesEndpoint:
         header: Callable[[bytes], bytes | None],
         call: _Call,
         invocation: lambda_context.InvocationContext,
-        traced: bool,
     ) -> None:
         credentials = await self._gateway.auth.authorize(scope["headers"])
         call.caller = credentials.caller
@@ -133,7 +135,7 @@ class MessagesEndpoint:
                 _watch_disconnect(receive, call, until_disconnect)
             )
             try:
-                await self._proxy(scope, send, call, invocation, traced, credentials, original)
+                await self._proxy(scope, send, call, invocation, credentials, original)
             finally:
                 watcher.cancel()
         if call.disconnected:
@@ -146,7 +148,6 @@ class MessagesEndpoint:
         send: Send,
         call: _Call,
         invocation: lambda_context.InvocationContext,
-        traced: bool,
         credentials: Credentials,
         original: bytes,
     ) -> None:
@@ -181,7 +182,6 @@ class MessagesEndpoint:
                 body,
                 forward,
                 stream=call.stream,
-                traced=traced,
                 label=label,
                 deadline=deadline,
             )

@@ -33,9 +33,12 @@ METRIC_POLICY_ERRORS = "PolicyErrors"
 METRIC_POLICY_CONFIG_ERRORS = "PolicyConfigErrors"
 METRIC_AUTH_FAILURES = "AuthFailures"
 
-# X-Ray annotation keys on the failed attempt's subsegment.
+# X-Ray annotation keys (indexed span attributes) on an upstream attempt's span:
+# the fallback's three on the failed attempt, the upstream's status on any that failed.
 ANNOTATION_FALLBACK = "passthrough_fallback"
 ANNOTATION_FALLBACK_STATUS = "fallback_status"
+ANNOTATION_FALLBACK_POLICIES = "fallback_policies"
+ANNOTATION_UPSTREAM_STATUS = "upstream_status"
 
 # Environment variable names (documented in the README).
 ENV_UPSTREAM_BASE_URL = "UPSTREAM_BASE_URL"
@@ -54,6 +57,16 @@ ENV_UPSTREAM_API_KEY_SECRET = "UPSTREAM_API_KEY_SECRET"
 ENV_SECRETS_TTL = "SECRETS_TTL_SECONDS"
 ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+# Tracing (tracing.py). The OTEL_* names are OpenTelemetry's standard ones; the
+# SDK itself also reads OTEL_TRACES_SAMPLER(_ARG), OTEL_RESOURCE_ATTRIBUTES,
+# OTEL_EXPORTER_OTLP_HEADERS and the other OTLP exporter settings.
+ENV_LAMBDA_TASK_ROOT = "LAMBDA_TASK_ROOT"
+ENV_XRAY_DAEMON_ADDRESS = "AWS_XRAY_DAEMON_ADDRESS"
+ENV_OTEL_SERVICE_NAME = "OTEL_SERVICE_NAME"
+ENV_OTEL_SDK_DISABLED = "OTEL_SDK_DISABLED"
+ENV_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+ENV_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+ENV_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"
 
 DEFAULT_UPSTREAM_BASE_URL = "https://api.anthropic.com"
 DEFAULT_UPSTREAM_MAX_RETRIES = 2
@@ -64,6 +77,9 @@ DEFAULT_FLAG_TTL = 30.0
 DEFAULT_POLICY_CONFIG_PARAMETER = "/policy-gateway/policy-config"
 DEFAULT_POLICY_CONFIG_TTL = 30.0
 DEFAULT_DEADLINE_MARGIN = 3.0
+# Where Lambda's X-Ray endpoint listens when AWS_XRAY_DAEMON_ADDRESS is unset
+# (the X-Ray daemon's own default).
+DEFAULT_XRAY_DAEMON_ADDRESS = "127.0.0.1:2000"
 
 # `passthrough`: the client's own Anthropic credentials go upstream.
 # `gateway_key`: clients present a gateway key, the gateway holds the Anthropic key.
