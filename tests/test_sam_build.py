@@ -208,13 +208,6 @@ def _sse_events(response: httpx2.Response) -> list[tuple[float, str, dict[str, A
     return events
 
 
-@pytest.fixture
-def xray() -> Iterator[XRayEndpoint]:
-    endpoint = XRayEndpoint()
-    yield endpoint
-    endpoint.close()
-
-
 def test_built_artifact_streams_through_run_sh(
     sam_build_dir: Path,
     fake_upstream: tuple[FakeUpstream, str],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -37,13 +37,6 @@ FAILING_CHAIN = {"policies": [{"policy": "tests.faulty_policies:ExplodeOnRequest
 TRACE = {
     "x-amzn-trace-id": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 }
-
-
-@pytest.fixture
-def xray() -> Iterator[XRayEndpoint]:
-    endpoint = XRayEndpoint()
-    yield endpoint
-    endpoint.close()
 
 
 def received(xray: XRayEndpoint) -> bytes:

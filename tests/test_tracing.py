@@ -59,13 +59,6 @@ def lambda_env(upstream_url: str, endpoint: XRayEndpoint, tmp_path: Path) -> dic
 
 
 @pytest.fixture
-def xray() -> Iterator[XRayEndpoint]:
-    endpoint = XRayEndpoint()
-    yield endpoint
-    endpoint.close()
-
-
-@pytest.fixture
 def otlp() -> Iterator[tuple[OTLPReceiver, str]]:
     receiver = OTLPReceiver()
     server = ThreadedServer(receiver).start()
