@@ -9,6 +9,7 @@ Both decode the OTLP protobuf, as the backends do.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ from .support.servers import ROOT, ThreadedServer, gateway_process, serving
 from .support.traces import (
     SPAN_KIND_INTERNAL,
     SPAN_KIND_SERVER,
+    STATUS_ERROR,
     XRAY_ANNOTATIONS,
     OTLPReceiver,
     ReceivedSpan,
@@ -150,6 +152,32 @@ def test_one_span_per_attempt_including_retries_and_streams(
     }
     first_try = next(s for s in spans if s.xray_trace_id == retried_root)
     assert first_try.annotations == {settings.ANNOTATION_UPSTREAM_STATUS: 529}
+
+
+def test_unreachable_upstream_marks_each_attempt_failed_by_error_type_only(
+    tmp_path: Path, xray: XRayEndpoint
+) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    env = {
+        **lambda_env(nowhere, xray, tmp_path),
+        settings.ENV_UPSTREAM_MAX_RETRIES: "1",
+        settings.ENV_UPSTREAM_CONNECT_TIMEOUT: "1",
+    }
+    header, root, _ = xray_header()
+    with gateway_process(env) as (url, _):
+        assert traced_post(url, header).status_code == 502
+        spans = xray.spans(expect=2)
+    assert [span.name for span in spans] == [
+        "upstream policy attempt 1",
+        "upstream policy attempt 2",
+    ]
+    for span in spans:
+        assert span.xray_trace_id == root
+        assert span.status == STATUS_ERROR
+        # The exception's type, never its message (it may quote the upstream URL).
+        assert span.attributes == {"error.type": "ConnectError"}
 
 
 def test_unsampled_or_missing_trace_header_sends_nothing(

@@ -26,6 +26,7 @@ from starlette.types import Receive, Scope, Send
 XRAY_ANNOTATIONS = "aws.xray.annotations"
 SPAN_KIND_INTERNAL = 1
 SPAN_KIND_SERVER = 2
+STATUS_ERROR = 2
 
 
 def _value(value: AnyValue) -> Any:
@@ -47,6 +48,7 @@ class ReceivedSpan:
     span_id: str
     parent_span_id: str
     kind: int
+    status: int
     attributes: dict[str, Any]
     resource: dict[str, Any]
 
@@ -75,6 +77,7 @@ def spans_of(request: ExportTraceServiceRequest) -> list[ReceivedSpan]:
                         span_id=span.span_id.hex(),
                         parent_span_id=span.parent_span_id.hex(),
                         kind=span.kind,
+                        status=span.status.code,
                         attributes=_attributes(span.attributes),
                         resource=resource,
                     )
