@@ -61,7 +61,8 @@ class Deployed:
 
 def _deploy(url: str) -> Deployed:
     """What `sam deploy` of template.yaml leaves behind, as far as moto goes."""
-    stack = Stack(load_template(), STACK)
+    # moto ignores a function's Architectures and reports x86_64, so deploy that.
+    stack = Stack(load_template(), STACK, parameters={"Architecture": "x86_64"})
     resources = stack.resources()
     function = resources["GatewayFunction"]["Properties"]
     lambda_ = boto3.client("lambda")
