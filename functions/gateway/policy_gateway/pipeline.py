@@ -170,7 +170,6 @@ class GatewayEndpoint:
         send: Send,
         call: Call,
         invocation: lambda_context.InvocationContext,
-        traced: bool,
         credentials: Credentials,
         original: bytes,
     ) -> None:
