@@ -27,6 +27,7 @@ from policy_gateway.logs import logger
 
 from .support.fake_upstream import FakeUpstream
 from .support.servers import ThreadedServer, free_port, json_lines
+from .support.traces import XRayEndpoint
 
 AWS_TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -94,6 +95,14 @@ def upstream_url(
     _upstream_server: tuple[FakeUpstream, ThreadedServer], upstream: FakeUpstream
 ) -> str:
     return _upstream_server[1].url
+
+
+@pytest.fixture
+def xray() -> Iterator[XRayEndpoint]:
+    """A UDP socket in place of Lambda's X-Ray endpoint, decoding the spans sent to it."""
+    endpoint = XRayEndpoint()
+    yield endpoint
+    endpoint.close()
 
 
 GatewayFactory = Callable[..., str]

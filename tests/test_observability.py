@@ -1,15 +1,15 @@
-"""What an operator sees: EMF metrics on stdout, X-Ray subsegments, the fallback's WARNING.
+"""What an operator sees: EMF metrics on stdout and the fallback's WARNING.
 
 These run the gateway as a child process, as Lambda would, and read what it
-printed and what it sent to a UDP socket standing in for the X-Ray daemon.
+printed. What it sends to X-Ray (the spans and their annotations) is in
+test_tracing.py.
 """
 
 from __future__ import annotations
 
-import json
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,6 @@ from .conftest import sdk
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.servers import ROOT, gateway_process, json_lines
 from .test_fallback import REPLACE, ask
-
-TRACE_ROOT = "1-67a1b2c3-0123456789abcdef01234567"
 
 
 def printed_json(path: Path) -> list[dict[str, Any]]:
@@ -38,31 +36,6 @@ def base_env(upstream_url: str) -> dict[str, str]:
         "PYTHONPATH": str(ROOT),
         "PYTHONUNBUFFERED": "1",
     }
-
-
-@pytest.fixture
-def xray_daemon() -> Iterator[socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(0.2)
-    yield sock
-    sock.close()
-
-
-def received_documents(sock: socket.socket, seconds: float = 3.0) -> list[dict[str, Any]]:
-    """X-Ray daemon datagrams are a JSON header line, then the segment document."""
-    documents: list[dict[str, Any]] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            datagram = sock.recv(65536).decode()
-        except TimeoutError:
-            if documents:
-                break
-            continue
-        _, _, body = datagram.partition("\n")
-        documents.append(json.loads(body))
-    return documents
 
 
 def test_fallback_emits_emf_metric_with_service_dimension_and_a_warning(
@@ -101,43 +74,6 @@ def test_fallback_emits_emf_metric_with_service_dimension_and_a_warning(
     assert warning["changed_by_policy"] == {"string_replace": ["$.messages[0].content[0].text"]}
     assert warning["call_id"]
     assert "secret-project" not in stdout.read_text()
-
-
-def test_xray_subsegments_carry_the_fallback_annotations(
-    tmp_path: Path,
-    upstream: FakeUpstream,
-    upstream_url: str,
-    set_flag: Callable[[str], None],
-    xray_daemon: socket.socket,
-) -> None:
-    set_flag("true")
-    port = xray_daemon.getsockname()[1]
-    env = {
-        **base_env(upstream_url),
-        "LAMBDA_TASK_ROOT": str(tmp_path),
-        "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{port}",
-        "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
-    }
-    with gateway_process(env, stdout_path=tmp_path / "gateway.out") as (url, _):
-        upstream.script(Reply.error(404, "not_found_error"))
-        client = sdk(
-            url,
-            default_headers={
-                "x-amzn-trace-id": f"Root={TRACE_ROOT};Parent=53995c3f42cd8ad8;Sampled=1"
-            },
-        )
-        assert ask(client).startswith("echo:")
-        documents = received_documents(xray_daemon)
-    attempts = [d for d in documents if d.get("name", "").startswith("upstream ")]
-    assert [d["name"] for d in attempts] == [
-        "upstream policy attempt 1",
-        "upstream passthrough-fallback attempt 1",
-    ]
-    assert all(d["trace_id"] == TRACE_ROOT for d in attempts)
-    failed, retry = attempts
-    assert failed["annotations"][settings.ANNOTATION_FALLBACK] is True
-    assert failed["annotations"][settings.ANNOTATION_FALLBACK_STATUS] == 404
-    assert settings.ANNOTATION_FALLBACK not in retry.get("annotations", {})
 
 
 def test_ssm_outage_means_flag_off_and_requests_still_succeed(

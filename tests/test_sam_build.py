@@ -30,6 +30,7 @@ from policy_gateway import settings
 
 from .support.fake_upstream import FakeUpstream, Reply, text_events
 from .support.servers import ThreadedServer, free_port, gateway_process
+from .support.traces import XRayEndpoint
 
 pytestmark = pytest.mark.build
 
@@ -142,8 +143,12 @@ def test_built_function_has_the_entry_point_and_the_package(sam_build_dir: Path)
     assert os.access(run_sh, os.X_OK), "run.sh lost its execute bit in the build"
     assert (function / "policy_gateway" / "__init__.py").is_file()
     assert (function / "policy_gateway" / "__main__.py").is_file()
-    for dependency in ("starlette", "uvicorn", "httpx2", "aws_lambda_powertools"):
+    for dependency in ("starlette", "uvicorn", "httpx2", "aws_lambda_powertools", "opentelemetry"):
         assert (function / dependency).is_dir(), f"{dependency} missing from the function"
+    # Tracing in Lambda goes to X-Ray over UDP: neither the X-Ray SDK nor the
+    # OTLP/HTTP exporter (and its HTTP client) is shipped.
+    assert not (function / "aws_xray_sdk").exists()
+    assert not (function / "opentelemetry" / "exporter" / "otlp" / "proto" / "http").exists()
     # The policies ship only in the layer, so a policy change is a layer change.
     assert not (function / "gateway_policies").exists()
 
@@ -398,6 +403,7 @@ def test_built_artifact_streams_through_run_sh(
     fake_upstream: tuple[FakeUpstream, str],
     local_ssm: str,
     lambda_like_python: Path,
+    xray: XRayEndpoint,
     tmp_path: Path,
 ) -> None:
     upstream, upstream_url = fake_upstream
@@ -428,7 +434,11 @@ def test_built_artifact_streams_through_run_sh(
         "AWS_ACCESS_KEY_ID": "local",
         "AWS_SECRET_ACCESS_KEY": "local",
         "AWS_EC2_METADATA_DISABLED": "true",
+        # Tracing on, as in Lambda, so the built tracing dependencies load too.
+        "LAMBDA_TASK_ROOT": str(sam_build_dir / FUNCTION),
+        "AWS_XRAY_DAEMON_ADDRESS": xray.address,
     }
+    root = "1-5759e988-bd862e3fe1be46a994272793"
     body = json.loads((ROOT / "events" / "bodies" / "streaming.json").read_text())
     log = tmp_path / "gateway.log"
     with (
@@ -444,6 +454,7 @@ def test_built_artifact_streams_through_run_sh(
                 "x-api-key": "sk-ant-test",
                 "anthropic-version": "2023-06-01",
                 "accept": "text/event-stream",
+                "x-amzn-trace-id": f"Root={root};Parent=53995c3f42cd8ad8;Sampled=1",
             },
             timeout=30,
         ) as response,
@@ -472,6 +483,8 @@ def test_built_artifact_streams_through_run_sh(
     assert directive["Namespace"] == settings.METRICS_NAMESPACE
     assert directive["Dimensions"] == [["service"]]
     assert emf[-1]["service"] == settings.SERVICE_NAME
+    (span,) = xray.spans(expect=1)
+    assert (span.name, span.xray_trace_id) == ("upstream policy attempt 1", root)
 
 
 def test_run_sh_puts_the_layers_on_the_python_path() -> None:

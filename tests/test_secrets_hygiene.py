@@ -1,15 +1,15 @@
 """No credential or request content in any log line or trace; headers cleaned on the way up.
 
 The gateway runs as a child process with every byte of its stdout and stderr captured, and
-with tracing on (LAMBDA_TASK_ROOT set) sending X-Ray segments to a UDP socket of this test.
+with tracing on (LAMBDA_TASK_ROOT set) sending its spans to a UDP socket of this test that
+stands in for Lambda's X-Ray endpoint.
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,6 +21,7 @@ from .conftest import GatewayFactory
 from .support.client import HEADERS, request_body
 from .support.fake_upstream import FakeUpstream, Reply
 from .support.servers import gateway_process
+from .support.traces import XRayEndpoint
 
 PLANTED = uuid.uuid4().hex
 CLIENT_KEY = f"sk-ant-api03-PLANTED-{PLANTED}"
@@ -38,32 +39,18 @@ TRACE = {
 }
 
 
-@pytest.fixture
-def xray_daemon() -> Iterator[socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.setblocking(False)
-    yield sock
-    sock.close()
+def received(xray: XRayEndpoint) -> bytes:
+    """Every span sent, as X-Ray decodes it (inside the base64: where a planted string shows)."""
+    return b"\n".join(xray.payloads())
 
 
-def received(sock: socket.socket) -> bytes:
-    datagrams = []
-    while True:
-        try:
-            datagrams.append(sock.recv(65536))
-        except BlockingIOError:
-            return b"\n".join(datagrams)
-
-
-def traced_env(upstream_url: str, daemon: socket.socket, **extra: str) -> dict[str, str]:
-    host, port = daemon.getsockname()
+def traced_env(upstream_url: str, xray: XRayEndpoint, **extra: str) -> dict[str, str]:
     return {
         "UPSTREAM_BASE_URL": upstream_url,
         "UPSTREAM_MAX_RETRIES": "0",
         "FALLBACK_FLAG_TTL_SECONDS": "0",
         "LAMBDA_TASK_ROOT": "/tmp",
-        "AWS_XRAY_DAEMON_ADDRESS": f"{host}:{port}",
+        "AWS_XRAY_DAEMON_ADDRESS": xray.address,
         "UVICORN_LOG_LEVEL": "debug",
         **extra,
     }
@@ -101,17 +88,17 @@ def test_passthrough_logs_and_traces_hold_no_secrets(
     upstream_url: str,
     upstream: FakeUpstream,
     set_flag: Callable[[str], None],
-    xray_daemon: socket.socket,
+    xray: XRayEndpoint,
     tmp_path: Path,
     chain: dict[str, object],
 ) -> None:
     set_flag("true")
     log = tmp_path / "gateway.log"
-    env = traced_env(upstream_url, xray_daemon, POLICY_CONFIG=json.dumps(chain))
+    env = traced_env(upstream_url, xray, POLICY_CONFIG=json.dumps(chain))
     with gateway_process(env, stdout_path=log) as (url, _):
         exercise(url, upstream, {"x-api-key": CLIENT_KEY, "authorization": f"Bearer {CLIENT_KEY}"})
     captured = log.read_bytes()
-    traces = received(xray_daemon)
+    traces = received(xray)
     assert_clean(captured + traces)
     if chain is CHAIN:
         assert b"passthrough fallback" in captured
@@ -122,7 +109,7 @@ def test_passthrough_logs_and_traces_hold_no_secrets(
 
 
 def test_gateway_key_logs_and_traces_hold_no_secrets(
-    upstream_url: str, upstream: FakeUpstream, xray_daemon: socket.socket, tmp_path: Path
+    upstream_url: str, upstream: FakeUpstream, xray: XRayEndpoint, tmp_path: Path
 ) -> None:
     secrets = boto3.client("secretsmanager")
     secrets.create_secret(Name="hygiene/keys", SecretString=json.dumps({"keys": [GATEWAY_KEY]}))
@@ -130,7 +117,7 @@ def test_gateway_key_logs_and_traces_hold_no_secrets(
     log = tmp_path / "gateway.log"
     env = traced_env(
         upstream_url,
-        xray_daemon,
+        xray,
         AUTH_MODE="gateway_key",
         GATEWAY_KEYS_SECRET="hygiene/keys",
         UPSTREAM_API_KEY_SECRET="hygiene/upstream",
@@ -145,7 +132,7 @@ def test_gateway_key_logs_and_traces_hold_no_secrets(
             headers={**HEADERS, "x-api-key": UPSTREAM_KEY},
         )
         assert wrong.status_code == 401
-    assert_clean(log.read_bytes() + received(xray_daemon))
+    assert_clean(log.read_bytes() + received(xray))
     assert upstream.requests
     assert all(r.headers["x-api-key"] == UPSTREAM_KEY for r in upstream.requests)
     assert b"gateway key rejected" in log.read_bytes()

@@ -48,12 +48,14 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 
 def _build_gateway(config: Settings) -> Gateway:
+    from . import tracing
     from .auth import authenticator
     from .flag import FallbackFlag
     from .pipeline import Gateway
     from .policy_source import PolicySource
     from .relay import Relay
 
+    tracing.setup()
     return Gateway(
         config=config,
         relay=Relay(config),
@@ -68,9 +70,10 @@ def _build_gateway(config: Settings) -> Gateway:
 class _DeferredGateway:
     """The gateway, built in a worker thread while the server comes up.
 
-    Building it imports httpx2, Powertools and the configured policies (with
-    pydantic for most of them): over 100 ms that would otherwise stand
-    between process start and the Lambda Web Adapter's readiness check. The
+    Building it imports httpx2, Powertools, the configured policies (with
+    pydantic for most of them) and, with tracing on, OpenTelemetry: over
+    100 ms that would otherwise stand between process start and the Lambda
+    Web Adapter's readiness check. The
     build starts at lifespan startup, so it runs while the adapter polls
     /healthz and the first invocation is on its way; the first call awaits
     whatever is left of it, later calls find it done.

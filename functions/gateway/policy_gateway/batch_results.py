@@ -50,13 +50,12 @@ class ResultsEndpoint(PassthroughEndpoint):
         send: Send,
         call: Call,
         invocation: lambda_context.InvocationContext,
-        traced: bool,
         credentials: Credentials,
         original: bytes,
     ) -> None:
         # The chain first: without a usable one the call fails before reaching the upstream.
         self._chain = await self._gateway.policies.chain()
-        await super()._proxy(scope, send, call, invocation, traced, credentials, original)
+        await super()._proxy(scope, send, call, invocation, credentials, original)
 
     async def _deliver(
         self,

@@ -64,7 +64,6 @@ class BatchCreateEndpoint(GatewayEndpoint):
         send: Send,
         call: Call,
         invocation: lambda_context.InvocationContext,
-        traced: bool,
         credentials: Credentials,
         original: bytes,
     ) -> None:
@@ -87,7 +86,6 @@ class BatchCreateEndpoint(GatewayEndpoint):
                 body,
                 credentials.headers,
                 stream=False,
-                traced=traced,
                 label="policy",
                 deadline=deadline,
             )

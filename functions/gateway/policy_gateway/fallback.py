@@ -110,7 +110,9 @@ async def record(
         paths, attribution = await offload.run(_attribute(attempted, chain, replay))
         details = {"changed_paths": paths, "changed_by_policy": attribution}
         if attribution:
-            error.span.annotate("fallback_policies", ",".join(sorted(attribution)))
+            error.span.annotate(
+                settings.ANNOTATION_FALLBACK_POLICIES, ",".join(sorted(attribution))
+            )
     except Exception as exc:
         details = {"record_error": type(exc).__name__}
     logger.warning(

@@ -80,7 +80,6 @@ class PassthroughEndpoint(GatewayEndpoint):
         send: Send,
         call: Call,
         invocation: lambda_context.InvocationContext,
-        traced: bool,
         credentials: Credentials,
         original: bytes,
     ) -> None:
@@ -97,7 +96,6 @@ class PassthroughEndpoint(GatewayEndpoint):
                 original,
                 headers,
                 stream=not self.buffered,
-                traced=traced,
                 label="passthrough",
                 deadline=deadline,
                 method=method,

@@ -102,15 +102,18 @@ class GatewayEndpoint:
             else lambda_context.InvocationContext()
         )
         call = Call(call_id=invocation.request_id or uuid.uuid4().hex, endpoint=self._endpoint)
-        traced = tracing.begin_call(_text(header(b"x-amzn-trace-id")))
-        with call_context(
-            call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
+        with (
+            tracing.call(header, scope["path"]) as trace,
+            call_context(
+                call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
+            ),
         ):
             try:
-                await self._handle(scope, receive, send, header, call, invocation, traced)
+                await self._handle(scope, receive, send, header, call, invocation)
             except GatewayError as exc:
                 await respond(send, call, exc.status, exc.to_bytes())
             finally:
+                trace.status = call.status
                 self._finish(call)
 
     def _finish(self, call: Call) -> None:
@@ -139,7 +142,6 @@ class GatewayEndpoint:
         header: Callable[[bytes], bytes | None],
         call: Call,
         invocation: lambda_context.InvocationContext,
-        traced: bool,
     ) -> None:
         credentials = await self._gateway.auth.authorize(scope["headers"])
         call.caller = credentials.caller
@@ -149,7 +151,7 @@ class GatewayEndpoint:
                 _watch_disconnect(receive, call, until_disconnect)
             )
             try:
-                await self._proxy(scope, send, call, invocation, traced, credentials, original)
+                await self._proxy(scope, send, call, invocation, credentials, original)
             finally:
                 watcher.cancel()
         if call.disconnected:
@@ -168,7 +170,6 @@ class GatewayEndpoint:
         send: Send,
         call: Call,
         invocation: lambda_context.InvocationContext,
-        traced: bool,
         credentials: Credentials,
         original: bytes,
     ) -> None:
@@ -234,7 +235,6 @@ class MessagesEndpoint(GatewayEndpoint):
         send: Send,
         call: Call,
         invocation: lambda_context.InvocationContext,
-        traced: bool,
         credentials: Credentials,
         original: bytes,
     ) -> None:
@@ -262,7 +262,6 @@ class MessagesEndpoint(GatewayEndpoint):
                 body,
                 forward,
                 stream=call.stream,
-                traced=traced,
                 label=label,
                 deadline=deadline,
             )

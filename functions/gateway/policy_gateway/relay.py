@@ -200,7 +200,6 @@ class Relay:
         headers: Sequence[tuple[str, str]],
         *,
         stream: bool,
-        traced: bool,
         label: str,
         deadline: float | None = None,
         method: str = "POST",
@@ -219,7 +218,7 @@ class Relay:
             raise GatewayError(400, "A request header value is not ASCII.") from None
         retry = 0
         while True:
-            span = tracing.start_span(f"upstream {label} attempt {retry + 1}", traced)
+            span = tracing.start_span(f"upstream {label} attempt {retry + 1}")
             try:
                 response, error = await self._exchange(request, stream=stream, span=span)
             except anyio.get_cancelled_exc_class():
@@ -284,7 +283,7 @@ class Relay:
         metrics.count(
             settings.METRIC_UPSTREAM_5XX if status >= 500 else settings.METRIC_UPSTREAM_4XX
         )
-        span.annotate("upstream_status", status)
+        span.annotate(settings.ANNOTATION_UPSTREAM_STATUS, status)
         return UpstreamStatusError(
             status, body, downstream_headers(response.headers.multi_items()), span
         )

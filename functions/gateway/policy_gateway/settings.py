@@ -34,9 +34,12 @@ METRIC_POLICY_ERRORS = "PolicyErrors"
 METRIC_POLICY_CONFIG_ERRORS = "PolicyConfigErrors"
 METRIC_AUTH_FAILURES = "AuthFailures"
 
-# X-Ray annotation keys on the failed attempt's subsegment.
+# X-Ray annotation keys (indexed span attributes) on an upstream attempt's span:
+# the fallback's three on the failed attempt, the upstream's status on any that failed.
 ANNOTATION_FALLBACK = "passthrough_fallback"
 ANNOTATION_FALLBACK_STATUS = "fallback_status"
+ANNOTATION_FALLBACK_POLICIES = "fallback_policies"
+ANNOTATION_UPSTREAM_STATUS = "upstream_status"
 
 # Environment variable names (documented in the README).
 ENV_UPSTREAM_BASE_URL = "UPSTREAM_BASE_URL"
@@ -59,6 +62,15 @@ ENV_ALLOW_FILES_API = "ALLOW_FILES_API"
 ENV_GATEWAY_PUBLIC_URL = "GATEWAY_PUBLIC_URL"
 # Set by Lambda itself; the adapter's context headers are trusted only then.
 ENV_LAMBDA_TASK_ROOT = "LAMBDA_TASK_ROOT"
+# Tracing (tracing.py). The OTEL_* names are OpenTelemetry's standard ones; the
+# SDK itself also reads OTEL_TRACES_SAMPLER(_ARG), OTEL_RESOURCE_ATTRIBUTES,
+# OTEL_EXPORTER_OTLP_HEADERS and the other OTLP exporter settings.
+ENV_XRAY_DAEMON_ADDRESS = "AWS_XRAY_DAEMON_ADDRESS"
+ENV_OTEL_SERVICE_NAME = "OTEL_SERVICE_NAME"
+ENV_OTEL_SDK_DISABLED = "OTEL_SDK_DISABLED"
+ENV_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+ENV_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+ENV_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"
 
 DEFAULT_UPSTREAM_BASE_URL = "https://api.anthropic.com"
 DEFAULT_UPSTREAM_MAX_RETRIES = 2
@@ -73,6 +85,9 @@ DEFAULT_DEADLINE_MARGIN = 3.0
 # parameter is created with this pattern, so SSM refuses any other value.
 FLAG_ALLOWED_PATTERN = "^(true|false)$"
 EMPTY_POLICY_CHAIN = '{"policies": []}'
+# Where Lambda's X-Ray endpoint listens when AWS_XRAY_DAEMON_ADDRESS is unset
+# (the X-Ray daemon's own default).
+DEFAULT_XRAY_DAEMON_ADDRESS = "127.0.0.1:2000"
 
 # `passthrough`: the client's own Anthropic credentials go upstream.
 # `gateway_key`: clients present a gateway key, the gateway holds the Anthropic key.
