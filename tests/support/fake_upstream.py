@@ -12,6 +12,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +136,9 @@ class FakeUpstream:
         self.disconnects: list[float] = []
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
+        # Checks a real API makes (a context limit, the thinking budget rule): with
+        # the script empty, a request body `rules` answers for is refused with it.
+        self.rules: Callable[[dict[str, Any]], Reply | None] | None = None
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
@@ -145,6 +149,7 @@ class FakeUpstream:
             self._script.clear()
             self.requests.clear()
             self.disconnects.clear()
+            self.rules = None
 
     def _next(self, recorded: Recorded) -> Reply:
         with self._lock:
@@ -152,6 +157,9 @@ class FakeUpstream:
             if self._script:
                 return self._script.popleft()
         body = recorded.json if recorded.body else {}
+        refusal = self.rules(body) if self.rules is not None else None
+        if refusal is not None:
+            return refusal
         text = f"echo: {last_user_text(body)}"
         if recorded.path.endswith("/count_tokens"):
             return Reply(body={"input_tokens": len(recorded.body) // 4})

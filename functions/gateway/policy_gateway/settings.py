@@ -32,6 +32,7 @@ METRIC_POLICY_BLOCKS = "PolicyBlocks"
 METRIC_POLICY_ERRORS = "PolicyErrors"
 METRIC_POLICY_CONFIG_ERRORS = "PolicyConfigErrors"
 METRIC_AUTH_FAILURES = "AuthFailures"
+METRIC_FALLBACK_DENIED = "FallbackDenied"
 
 # X-Ray annotation keys on the failed attempt's subsegment.
 ANNOTATION_FALLBACK = "passthrough_fallback"
@@ -54,6 +55,9 @@ ENV_UPSTREAM_API_KEY_SECRET = "UPSTREAM_API_KEY_SECRET"
 ENV_SECRETS_TTL = "SECRETS_TTL_SECONDS"
 ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+ENV_FALLBACK_BUDGET = "FALLBACK_BUDGET"
+ENV_FALLBACK_BUDGET_WINDOW = "FALLBACK_BUDGET_WINDOW_SECONDS"
+ENV_FALLBACK_BUDGET_TABLE = "FALLBACK_BUDGET_TABLE"
 
 DEFAULT_UPSTREAM_BASE_URL = "https://api.anthropic.com"
 DEFAULT_UPSTREAM_MAX_RETRIES = 2
@@ -64,6 +68,11 @@ DEFAULT_FLAG_TTL = 30.0
 DEFAULT_POLICY_CONFIG_PARAMETER = "/policy-gateway/policy-config"
 DEFAULT_POLICY_CONFIG_TTL = 30.0
 DEFAULT_DEADLINE_MARGIN = 3.0
+# At most this many fallbacks per caller per window; 0 means no fallback at all.
+DEFAULT_FALLBACK_BUDGET = 10
+DEFAULT_FALLBACK_BUDGET_WINDOW = 3600
+# The table `serve --embedded-ssm` creates in its local stand-in.
+LOCAL_FALLBACK_BUDGET_TABLE = "policy-gateway-fallback-budget"
 
 # `passthrough`: the client's own Anthropic credentials go upstream.
 # `gateway_key`: clients present a gateway key, the gateway holds the Anthropic key.
@@ -98,12 +107,24 @@ class Settings:
     gateway_keys_secret: str = DEFAULT_GATEWAY_KEYS_SECRET
     upstream_api_key_secret: str = DEFAULT_UPSTREAM_API_KEY_SECRET
     secrets_ttl: float = DEFAULT_SECRETS_TTL
+    fallback_budget: int = DEFAULT_FALLBACK_BUDGET
+    fallback_budget_window: int = DEFAULT_FALLBACK_BUDGET_WINDOW
+    fallback_budget_table: str | None = None
 
     def __post_init__(self) -> None:
         # A typo here must stop the gateway at start-up: guessing a mode could
         # open the gateway to anyone or lock everyone out.
         if self.auth_mode not in AUTH_MODES:
             raise ValueError(f"{ENV_AUTH_MODE} must be one of {AUTH_MODES}, got {self.auth_mode!r}")
+        # Likewise a budget that cannot be meant: a negative one would read as
+        # "no limit" to some and "no fallback" to others.
+        if self.fallback_budget < 0:
+            raise ValueError(f"{ENV_FALLBACK_BUDGET} must be 0 or more, got {self.fallback_budget}")
+        if self.fallback_budget_window < 1:
+            raise ValueError(
+                f"{ENV_FALLBACK_BUDGET_WINDOW} must be at least 1 (seconds), "
+                f"got {self.fallback_budget_window}"
+            )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -131,4 +152,9 @@ class Settings:
                 env.get(ENV_UPSTREAM_API_KEY_SECRET) or DEFAULT_UPSTREAM_API_KEY_SECRET
             ),
             secrets_ttl=float(env.get(ENV_SECRETS_TTL, DEFAULT_SECRETS_TTL)),
+            fallback_budget=int(env.get(ENV_FALLBACK_BUDGET, DEFAULT_FALLBACK_BUDGET)),
+            fallback_budget_window=int(
+                env.get(ENV_FALLBACK_BUDGET_WINDOW, DEFAULT_FALLBACK_BUDGET_WINDOW)
+            ),
+            fallback_budget_table=env.get(ENV_FALLBACK_BUDGET_TABLE) or None,
         )
