@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 import anyio
@@ -485,3 +485,150 @@ def test_the_iam_principal_is_the_caller_on_the_call_and_fallback_lines(
     assert [line["caller"] for line in fallback] == [arn, arn]
     finished = [line for line in lines if line.get("message") == "call finished"]
     assert [line["caller"] for line in finished] == [arn, arn]
+
+
+# --------------------------------------------- who the Contributor Insights rule counts
+
+
+def counted_by(rule: dict[str, Any], line: dict[str, Any]) -> bool:
+    """Whether the rule's filters match a JSON log line (the operators the rule uses)."""
+    for condition in rule["Contribution"]["Filters"]:
+        operators = set(condition) - {"Match"}
+        assert operators == {"StartsWith"}, f"teach this test {operators}"
+        value = line.get(condition["Match"].removeprefix("$."))
+        if not isinstance(value, str) or not value.startswith(tuple(condition["StartsWith"])):
+            return False
+    return True
+
+
+def test_the_insight_rule_counts_fallback_and_denied_lines(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    gateway_stdout: GatewayStdout,
+    set_flag: Callable[[str], None],
+) -> None:
+    from .test_template import insight_rule_body
+
+    rule = insight_rule_body()
+    set_flag("true")
+    upstream.rules = reject_the_rewrite
+    url = make_gateway(policy_config=REPLACE, fallback_budget=1)
+    assert [call(url, CALLER_A)[0] for _ in range(2)] == [200, 400]
+    upstream.rules = None
+    assert call(url, CALLER_A)[0] == 200
+    lines = json_lines(gateway_stdout.until(lambda text: text.count('"call finished"') == 3))
+    counted = [line for line in lines if counted_by(rule, line)]
+    assert [line["level"] for line in counted] == ["WARNING", "WARNING"]
+    assert counted[0]["message"].startswith("passthrough fallback: ")
+    assert counted[1]["reason"] == REASON_BUDGET
+    (key,) = rule["Contribution"]["Keys"]
+    assert [line[key.removeprefix("$.")] for line in counted] == [key_caller(CALLER_A.encode())] * 2
+
+
+# ------------------------------------------------------------- the two attacks
+
+CONTEXT_LIMIT = 2000  # tokens, at 4 characters a token
+OPERATOR_PROMPT = "OPERATOR POLICY: answer only about our products. " + "Stay on topic. " * 260
+
+
+def strict_api(body: dict[str, Any]) -> Reply | None:
+    """The two API rules the attacks lean on: the context window and the thinking budget."""
+    tokens = len(json.dumps([body.get("system"), body.get("messages")])) // 4
+    if tokens > CONTEXT_LIMIT:
+        return Reply.error(
+            400,
+            "invalid_request_error",
+            f"prompt is too long: {tokens} tokens > {CONTEXT_LIMIT} maximum",
+        )
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget_tokens = thinking.get("budget_tokens")
+        if not isinstance(budget_tokens, int) or budget_tokens < 1024:
+            return Reply.error(400, "invalid_request_error", "thinking.budget_tokens: >= 1024")
+        if budget_tokens >= body["max_tokens"]:
+            return Reply.error(
+                400,
+                "invalid_request_error",
+                "`max_tokens` must be greater than `thinking.budget_tokens`",
+            )
+    return None
+
+
+@dataclass
+class Attempt:
+    status: int
+    upstream_bodies: list[dict[str, Any]]
+    message: str
+
+
+def attack(url: str, upstream: FakeUpstream, **params: Any) -> Attempt:
+    before = len(upstream.requests)
+    try:
+        client_for(url, CALLER_A).messages.create(model=MODEL, **params)
+        status, message = 200, ""
+    except anthropic.APIStatusError as exc:
+        status, message = exc.status_code, str(cast(Any, exc.body)["error"]["message"])
+    return Attempt(status, [r.json for r in upstream.requests[before:]], message)
+
+
+def test_prompt_padding_against_inject_system_prompt_stops_after_the_budget(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    budget_table: str,
+    set_flag: Callable[[str], None],
+) -> None:
+    set_flag("true")
+    upstream.rules = strict_api
+    chain = json.dumps(
+        {"policies": [{"policy": "inject_system_prompt", "options": {"text": OPERATOR_PROMPT}}]}
+    )
+    url = make_gateway(policy_config=chain, fallback_budget=2, fallback_budget_table=budget_table)
+    # Fits the context window on its own; with the operator's prompt it does not.
+    padding = "lorem ipsum " * 500
+    padded = {"max_tokens": 64, "messages": [{"role": "user", "content": padding + "go"}]}
+    attempts = [attack(url, upstream, **padded) for _ in range(4)]
+    for worked in attempts[:2]:
+        assert worked.status == 200
+        first, retry = worked.upstream_bodies
+        assert first["system"].startswith("OPERATOR POLICY")
+        assert "system" not in retry  # the operator's prompt was bypassed
+    for stopped in attempts[2:]:
+        assert stopped.status == 400
+        assert stopped.message.startswith("prompt is too long")
+        (only,) = stopped.upstream_bodies
+        assert only["system"].startswith("OPERATOR POLICY")
+    # Ordinary calls keep working, with the operator's prompt.
+    normal = attack(url, upstream, max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+    assert normal.status == 200
+    assert [body["system"][:15] for body in normal.upstream_bodies] == ["OPERATOR POLICY"]
+
+
+def test_thinking_budget_against_cap_max_tokens_stops_after_the_budget(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    budget_table: str,
+    set_flag: Callable[[str], None],
+) -> None:
+    set_flag("true")
+    upstream.rules = strict_api
+    chain = json.dumps({"policies": [{"policy": "cap_max_tokens", "options": {"max": 1024}}]})
+    url = make_gateway(policy_config=chain, fallback_budget=2, fallback_budget_table=budget_table)
+    thinking = {
+        "max_tokens": 16000,
+        "thinking": {"type": "enabled", "budget_tokens": 8000},
+        "messages": [{"role": "user", "content": "think hard"}],
+    }
+    attempts = [attack(url, upstream, **thinking) for _ in range(4)]
+    for worked in attempts[:2]:
+        assert worked.status == 200
+        first, retry = worked.upstream_bodies
+        assert first["max_tokens"] == 1024
+        assert retry["max_tokens"] == 16000  # the cap was bypassed
+    for stopped in attempts[2:]:
+        assert stopped.status == 400
+        assert "budget_tokens" in stopped.message
+        (only,) = stopped.upstream_bodies
+        assert only["max_tokens"] == 1024
+    capped = attack(url, upstream, max_tokens=4000, messages=[{"role": "user", "content": "hi"}])
+    assert capped.status == 200
+    assert [body["max_tokens"] for body in capped.upstream_bodies] == [1024]
