@@ -8,6 +8,7 @@ official SDK. Time is injected, never slept on.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +19,14 @@ import anyio
 import boto3
 import httpx2
 import pytest
+from botocore.config import Config
 from policy_gateway import settings
 from policy_gateway.app import create_app
 from policy_gateway.auth import key_caller
 from policy_gateway.budget import (
     REASON_BUDGET,
     REASON_UNAVAILABLE,
+    WAIT_SECONDS,
     BudgetUnavailable,
     DynamoDBStore,
     FallbackBudget,
@@ -174,8 +177,15 @@ def test_dynamodb_store_that_cannot_connect_is_unavailable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", f"http://127.0.0.1:{free_port()}")
-    with pytest.raises(BudgetUnavailable, match="EndpointConnectionError"):
+    with pytest.raises(BudgetUnavailable, match=r"Timeout|EndpointConnectionError"):
         anyio.run(DynamoDBStore("t", dynamodb_client).spend, "a", 0, 3, 7200)
+
+    def one_attempt() -> Any:
+        return boto3.client("dynamodb", config=Config(retries={"max_attempts": 1}))
+
+    # Without the retry's back-off inside the bound, the connection error itself shows.
+    with pytest.raises(BudgetUnavailable, match="EndpointConnectionError"):
+        anyio.run(DynamoDBStore("t", one_attempt).spend, "a", 0, 3, 7200)
 
 
 # ------------------------------------ two gateway processes, one shared table
@@ -346,10 +356,11 @@ class CountingProxy:
 
 
 class Throttling:
-    """A DynamoDB endpoint that only ever answers ThrottlingException."""
+    """A DynamoDB endpoint that only ever answers ThrottlingException (or, stalled, nothing)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stall: float = 0.0) -> None:
         self.requests = 0
+        self.stall = stall
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -360,6 +371,7 @@ class Throttling:
         while (await receive()).get("more_body"):
             pass
         self.requests += 1
+        await anyio.sleep(self.stall)
         body = json.dumps(
             {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException", "message": "slow"}
         ).encode()
@@ -381,7 +393,7 @@ def dynamodb_endpoint(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
     return point
 
 
-@pytest.mark.parametrize("fault", ["unreachable", "throttled", "no-table"])
+@pytest.mark.parametrize("fault", ["unreachable", "throttled", "stalled", "no-table"])
 def test_an_unavailable_table_means_no_fallback_and_the_upstream_error(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
@@ -395,15 +407,19 @@ def test_an_unavailable_table_means_no_fallback_and_the_upstream_error(
     servers: list[ThreadedServer] = []
     if fault == "unreachable":
         dynamodb_endpoint(f"http://127.0.0.1:{free_port()}")
-    elif fault == "throttled":
-        servers.append(ThreadedServer(Throttling()).start())
+    elif fault in ("throttled", "stalled"):
+        servers.append(ThreadedServer(Throttling(stall=5.0 if fault == "stalled" else 0)).start())
         dynamodb_endpoint(servers[0].url)
     url = make_gateway(policy_config=REPLACE, fallback_budget_table="missing-or-unreachable")
+    started = time.monotonic()
     try:
         status, body = call(url, CALLER_A)
+        waited = time.monotonic() - started
     finally:
         for server in servers:
             server.stop()
+    # However the table fails, the call waits at most about the budget's bound.
+    assert waited < WAIT_SECONDS + 1.0
     assert status == 400
     assert body["error"] == {"type": "invalid_request_error", "message": REJECTED}
     assert len(upstream.requests) == 1

@@ -45,6 +45,10 @@ WINDOW_ATTRIBUTE = "window_start"
 
 ANONYMOUS = "anonymous"
 
+# A table that answers slower than this counts as unavailable: the call gets
+# the upstream's error now instead of waiting out boto's timeouts and retries.
+WAIT_SECONDS = 1.0
+
 
 def window_start(now: float, window: int) -> int:
     return int(now // window) * window
@@ -147,7 +151,16 @@ class DynamoDBStore:
         return True
 
     async def spend(self, caller: str, start: int, limit: int, expires: int) -> bool:
-        return await anyio.to_thread.run_sync(self._update, caller, start, limit, expires)
+        # Building the client (importing boto3) is local work, not the table's
+        # answer: it stays outside the bound.
+        await anyio.to_thread.run_sync(lambda: self._client)
+        with anyio.move_on_after(WAIT_SECONDS):
+            # Abandoned on timeout: the thread ends within boto's own timeouts,
+            # and a count it still makes only errs on the side of refusing.
+            return await anyio.to_thread.run_sync(
+                self._update, caller, start, limit, expires, abandon_on_cancel=True
+            )
+        raise BudgetUnavailable("Timeout")
 
 
 @dataclass(frozen=True)
