@@ -161,6 +161,7 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
     printed = log.read_text()
     assert "upstream simulator: http://127.0.0.1:" in printed
     assert f"embedded SSM: http://127.0.0.1:{ssm_port}" in printed
+    assert f"embedded DynamoDB: http://127.0.0.1:{ssm_port}" in printed
     assert (
         "fallback budget: 10 per caller per 3600 s, in DynamoDB table "
         f"{settings.LOCAL_FALLBACK_BUDGET_TABLE}, shared by every instance"

@@ -131,9 +131,18 @@ def serve(args: argparse.Namespace) -> int:
             _say(
                 f"embedded SSM: {endpoint} (toggle the fallback flag with: "
                 f"AWS_ENDPOINT_URL_SSM={endpoint} AWS_REGION={os.environ['AWS_REGION']} "
-                "AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local policy-gateway flag on; "
-                "a caller's fallback budget with: ... policy-gateway budget CALLER)"
+                "AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local policy-gateway flag on)"
             )
+            if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") == endpoint:
+                _say(
+                    f"embedded DynamoDB: {endpoint} (a caller's fallback budget with: "
+                    f"AWS_ENDPOINT_URL_DYNAMODB={endpoint} "
+                    f"{settings.ENV_FALLBACK_BUDGET_TABLE}="
+                    f"{os.environ[settings.ENV_FALLBACK_BUDGET_TABLE]} "
+                    f"AWS_REGION={os.environ['AWS_REGION']} "
+                    "AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local "
+                    "policy-gateway budget CALLER)"
+                )
     config = settings.Settings.from_env()
     _say(f"policy gateway on http://{args.host}:{args.port} -> {config.upstream_base_url}")
     _say(_budget_line(config))
