@@ -94,6 +94,7 @@ async def record(
             "call_id": ctx.call_id,
             "fallback_status": error.status,
             "upstream_error": error.message,
+            "upstream_request_id": error.request_id,
             "changed_paths": changed_paths(attempted.original_document, attempted.modified),
             "changed_by_policy": attribution,
         },

@@ -70,6 +70,7 @@ class _Call:
     fallback: str = "none"
     disconnected: bool = False
     caller: str | None = None
+    upstream_request_id: str | None = None
 
 
 class MessagesEndpoint:
@@ -110,6 +111,7 @@ class MessagesEndpoint:
                 "attempts": call.attempts,
                 "fallback": call.fallback,
                 "caller": call.caller,
+                "upstream_request_id": call.upstream_request_id,
                 "latency_ms": round(elapsed_ms, 2),
             },
         )
@@ -176,15 +178,21 @@ class MessagesEndpoint:
 
         async def attempt(body: bytes, label: str) -> UpstreamResponse:
             call.attempts += 1
-            return await gateway.relay.attempt(
-                path,
-                body,
-                forward,
-                stream=call.stream,
-                traced=traced,
-                label=label,
-                deadline=deadline,
-            )
+            try:
+                upstream = await gateway.relay.attempt(
+                    path,
+                    body,
+                    forward,
+                    stream=call.stream,
+                    traced=traced,
+                    label=label,
+                    deadline=deadline,
+                )
+            except UpstreamStatusError as error:
+                call.upstream_request_id = error.request_id
+                raise
+            call.upstream_request_id = upstream.request_id
+            return upstream
 
         async def reach_upstream() -> UpstreamResponse:
             try:

@@ -52,6 +52,11 @@ ENV_AUTH_MODE = "AUTH_MODE"
 ENV_GATEWAY_KEYS_SECRET = "GATEWAY_KEYS_SECRET"
 ENV_UPSTREAM_API_KEY_SECRET = "UPSTREAM_API_KEY_SECRET"
 ENV_SECRETS_TTL = "SECRETS_TTL_SECONDS"
+ENV_UPSTREAM_PROVIDER = "UPSTREAM_PROVIDER"
+ENV_BEDROCK_REGION = "BEDROCK_REGION"
+ENV_BEDROCK_MODEL_MAP = "BEDROCK_MODEL_MAP"
+# The AWS SDKs' own service-specific endpoint variable (service id "Bedrock Runtime").
+ENV_BEDROCK_ENDPOINT_URL = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
 ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 
@@ -74,6 +79,13 @@ DEFAULT_AUTH_MODE = AUTH_PASSTHROUGH
 DEFAULT_GATEWAY_KEYS_SECRET = "policy-gateway/gateway-keys"
 DEFAULT_UPSTREAM_API_KEY_SECRET = "policy-gateway/anthropic-api-key"
 DEFAULT_SECRETS_TTL = 60.0
+
+# `anthropic`: the Messages API at UPSTREAM_BASE_URL. `bedrock`: Claude on Amazon
+# Bedrock (bedrock-runtime), signed with the function's AWS credentials.
+PROVIDER_ANTHROPIC = "anthropic"
+PROVIDER_BEDROCK = "bedrock"
+UPSTREAM_PROVIDERS = (PROVIDER_ANTHROPIC, PROVIDER_BEDROCK)
+DEFAULT_UPSTREAM_PROVIDER = PROVIDER_ANTHROPIC
 
 # The Function URL rejects larger payloads; checking first means an oversized
 # body is refused before it is parsed or sent anywhere.
@@ -98,12 +110,25 @@ class Settings:
     gateway_keys_secret: str = DEFAULT_GATEWAY_KEYS_SECRET
     upstream_api_key_secret: str = DEFAULT_UPSTREAM_API_KEY_SECRET
     secrets_ttl: float = DEFAULT_SECRETS_TTL
+    upstream_provider: str = DEFAULT_UPSTREAM_PROVIDER
+    bedrock_region: str | None = None
+    bedrock_model_map: str | None = None
+    bedrock_endpoint_url: str | None = None
 
     def __post_init__(self) -> None:
         # A typo here must stop the gateway at start-up: guessing a mode could
         # open the gateway to anyone or lock everyone out.
         if self.auth_mode not in AUTH_MODES:
             raise ValueError(f"{ENV_AUTH_MODE} must be one of {AUTH_MODES}, got {self.auth_mode!r}")
+        if self.upstream_provider not in UPSTREAM_PROVIDERS:
+            raise ValueError(
+                f"{ENV_UPSTREAM_PROVIDER} must be one of {UPSTREAM_PROVIDERS}, "
+                f"got {self.upstream_provider!r}"
+            )
+
+    @property
+    def bedrock(self) -> bool:
+        return self.upstream_provider == PROVIDER_BEDROCK
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -131,4 +156,10 @@ class Settings:
                 env.get(ENV_UPSTREAM_API_KEY_SECRET) or DEFAULT_UPSTREAM_API_KEY_SECRET
             ),
             secrets_ttl=float(env.get(ENV_SECRETS_TTL, DEFAULT_SECRETS_TTL)),
+            upstream_provider=(env.get(ENV_UPSTREAM_PROVIDER) or DEFAULT_UPSTREAM_PROVIDER)
+            .strip()
+            .lower(),
+            bedrock_region=env.get(ENV_BEDROCK_REGION) or None,
+            bedrock_model_map=env.get(ENV_BEDROCK_MODEL_MAP) or None,
+            bedrock_endpoint_url=env.get(ENV_BEDROCK_ENDPOINT_URL) or None,
         )
