@@ -18,6 +18,7 @@ import pytest
 from policy_gateway import settings
 
 from .conftest import sdk
+from .support.fake_bedrock import FakeBedrock
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.servers import ROOT, gateway_process, json_lines
 from .test_fallback import REPLACE, ask
@@ -172,3 +173,37 @@ def test_every_call_flushes_request_metrics(
     assert any(settings.METRIC_TIME_TO_FIRST_EVENT in line for line in emf)
     for line in emf:
         assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
+
+
+def test_bedrock_request_id_is_on_the_attempt_span_and_the_call_log_line(
+    tmp_path: Path,
+    bedrock: FakeBedrock,
+    bedrock_env: dict[str, str],
+    xray_daemon: socket.socket,
+) -> None:
+    port = xray_daemon.getsockname()[1]
+    env = {
+        **base_env("http://127.0.0.1:9"),
+        **bedrock_env,
+        settings.ENV_POLICY_CONFIG: "",
+        "LAMBDA_TASK_ROOT": str(tmp_path),
+        "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{port}",
+        "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
+    }
+    stdout = tmp_path / "gateway.out"
+    with gateway_process(env, stdout_path=stdout) as (url, _):
+        trace = f"Root={TRACE_ROOT};Parent=53995c3f42cd8ad8;Sampled=1"
+        client = sdk(url, default_headers={"x-amzn-trace-id": trace})
+        reply = client.messages.with_raw_response.create(
+            model="anthropic.claude-sonnet-4-5-20250929-v1:0",
+            max_tokens=16,
+            messages=[{"role": "user", "content": "hi"}],
+        )
+        request_id = reply.headers["request-id"]
+        documents = received_documents(xray_daemon)
+    assert request_id.startswith("fake-bedrock-")
+    assert bedrock.requests[0].signature_valid
+    (attempt,) = [d for d in documents if d.get("name", "").startswith("upstream ")]
+    assert attempt["annotations"][settings.ANNOTATION_UPSTREAM_REQUEST_ID] == request_id
+    (line,) = [line for line in printed_json(stdout) if line.get("message") == "call finished"]
+    assert line["upstream_request_id"] == request_id

@@ -34,8 +34,6 @@ from .headers import downstream_headers
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
-# The span annotation holding the upstream's own id for the attempt.
-ANNOTATION_REQUEST_ID = "upstream_request_id"
 
 
 @dataclass(frozen=True)
@@ -386,7 +384,7 @@ class Relay:
 def _request_id(response: httpx2.Response, provider: Provider, span: tracing.Span) -> str | None:
     request_id = response.headers.get(provider.request_id_header)
     if request_id:
-        span.annotate(ANNOTATION_REQUEST_ID, request_id)
+        span.annotate(settings.ANNOTATION_UPSTREAM_REQUEST_ID, request_id)
     return request_id
 
 

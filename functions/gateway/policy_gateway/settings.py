@@ -36,6 +36,9 @@ METRIC_AUTH_FAILURES = "AuthFailures"
 # X-Ray annotation keys on the failed attempt's subsegment.
 ANNOTATION_FALLBACK = "passthrough_fallback"
 ANNOTATION_FALLBACK_STATUS = "fallback_status"
+# On every attempt's subsegment: the upstream's id for it (`request-id` from
+# Anthropic, `x-amzn-requestid` from Bedrock), as support tickets ask for it.
+ANNOTATION_UPSTREAM_REQUEST_ID = "upstream_request_id"
 
 # Environment variable names (documented in the README).
 ENV_UPSTREAM_BASE_URL = "UPSTREAM_BASE_URL"
