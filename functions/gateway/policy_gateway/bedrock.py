@@ -19,6 +19,7 @@ added, as Bedrock's Anthropic models expect.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import os
 import re
@@ -328,56 +329,70 @@ async def _sse_from_event_stream(chunks: AsyncIterator[bytes]) -> AsyncIterator[
     """
     decoder = EventStreamDecoder()
     async for chunk in chunks:
-        out: list[bytes] = []
         failure: EventStreamError | None = None
+        try:
+            messages = decoder.feed(chunk)
+        except EventStreamError as exc:
+            failure = exc
+            messages = exc.decoded
+        out: list[bytes] = []
         ended = False
         try:
-            for message in decoder.feed(chunk):
+            for message in messages:
                 frame, ended = _frame(message)
-                if frame:
-                    out.append(frame)
+                out.append(frame)
                 if ended:
                     break
         except EventStreamError as exc:
             failure = exc
         if out:
             yield b"".join(out)
-        if failure is not None:
-            raise failure
         if ended:
             return
+        if failure is not None:
+            raise failure
     decoder.finish()
 
 
 def _frame(message: Message) -> tuple[bytes, bool]:
-    """One message as SSE bytes, and whether it ends the stream."""
-    kind = message.message_type
-    if kind == "event":
-        if message.headers.get(":event-type") != "chunk":
+    """One message as SSE bytes (empty if it carries no event), and whether it ends the stream."""
+    headers = message.headers
+    if headers.get(":message-type", "event") == "event":
+        if headers.get(":event-type") != "chunk":
             return b"", False
-        try:
-            data = base64.b64decode(json.loads(message.payload)["bytes"])
-        except (ValueError, KeyError, TypeError):
-            raise EventStreamError("a chunk event without base64 bytes") from None
-        if data.startswith(b'{"type":"'):
-            name = data[9 : data.index(b'"', 9)]
-        else:
-            try:
-                parsed: Any = json.loads(data)
-                name = str(parsed["type"]).encode()
-            except (ValueError, KeyError, TypeError):
-                raise EventStreamError("a chunk without a Messages API event") from None
-        if b"\n" in data or b"\r" in data:
-            return sse.encode(StreamEvent(name.decode(), data.decode())), False
-        return b"event: " + name + b"\ndata: " + data + b"\n\n", False
-    if kind == "exception":
-        exception = str(message.headers.get(":exception-type", ""))
+        return _event(message.payload), False
+    if headers[":message-type"] == "exception":
+        exception = str(headers.get(":exception-type", ""))
         try:
             text = json.loads(message.payload).get("message", "")
         except (ValueError, AttributeError):
             text = ""
         _, error = exception_error(exception, str(text), 500)
     else:
-        code = str(message.headers.get(":error-code", "InternalFailure"))
-        _, error = exception_error(code, str(message.headers.get(":error-message", "")), 500)
+        code = str(headers.get(":error-code", "InternalFailure"))
+        _, error = exception_error(code, str(headers.get(":error-message", "")), 500)
     return sse.encode(StreamEvent.from_json("error", error)), True
+
+
+def _event(payload: bytes) -> bytes:
+    """A `chunk` payload, `{"bytes": "<base64 event>", ...}`, as one SSE frame."""
+    try:
+        # Bedrock writes `bytes` first; any other layout takes the general path.
+        if payload.startswith(b'{"bytes":"'):
+            encoded = payload[10 : payload.index(b'"', 10)]
+        else:
+            encoded = json.loads(payload)["bytes"].encode()
+        data = binascii.a2b_base64(encoded, strict_mode=True)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise EventStreamError("a chunk event without base64 bytes") from None
+    try:
+        if data.startswith(b'{"type":"'):
+            name = data[9 : data.index(b'"', 9)]
+        else:
+            parsed: Any = json.loads(data)
+            name = str(parsed["type"]).encode()
+    except (ValueError, KeyError, TypeError):
+        raise EventStreamError("a chunk without a Messages API event") from None
+    if b"\n" in data or b"\r" in data:
+        return sse.encode(StreamEvent(name.decode(), data.decode()))
+    return b"event: " + name + b"\ndata: " + data + b"\n\n"

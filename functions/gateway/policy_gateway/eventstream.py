@@ -11,8 +11,6 @@ a corrupted frame is an error, never bytes passed to the client.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
-from dataclasses import dataclass
 from zlib import crc32
 
 PRELUDE_LENGTH = 12
@@ -23,6 +21,8 @@ MAX_PAYLOAD_LENGTH = 24 * 1024 * 1024
 
 _PRELUDE = struct.Struct(">III")
 _UINT16 = struct.Struct(">H")
+_UINT32 = struct.Struct(">I")
+_KNOWN_HEADERS = 32
 # Header value type → fixed size in bytes; types 6 (bytes) and 7 (string) carry
 # a uint16 length instead.
 _FIXED_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}
@@ -32,13 +32,26 @@ _BYTES, _STRING = 6, 7
 class EventStreamError(Exception):
     """The byte stream is not valid event-stream framing (a bad checksum, length or header)."""
 
+    decoded: list[Message]
+    """The intact messages of the same chunk before the failure."""
 
-@dataclass(frozen=True)
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.decoded = []
+
+
 class Message:
-    """One decoded message: its headers (string values as str, others as raw bytes) and payload."""
+    """One decoded message: its headers (string values as str, others as raw bytes) and payload.
 
-    headers: dict[str, str | bytes | bool]
-    payload: bytes
+    `headers` may be shared with other messages that had the same header bytes:
+    read it, never change it.
+    """
+
+    __slots__ = ("headers", "payload")
+
+    def __init__(self, headers: dict[str, str | bytes | bool], payload: bytes) -> None:
+        self.headers = headers
+        self.payload = payload
 
     @property
     def message_type(self) -> str | bytes | bool:
@@ -49,46 +62,60 @@ class EventStreamDecoder:
     """Turns bytes, chunked in any way, into verified Messages."""
 
     def __init__(self) -> None:
-        self._buffer = bytearray()
+        self._pending = b""
+        # A stream repeats the same few header blocks (`chunk` event, JSON):
+        # each distinct block is parsed once.
+        self._known_headers: dict[bytes, dict[str, str | bytes | bool]] = {}
 
-    def feed(self, chunk: bytes) -> Iterator[Message]:
-        """Yield every message `chunk` completes; raise EventStreamError at the first corrupt one.
+    def feed(self, chunk: bytes) -> list[Message]:
+        """Every message `chunk` completes; EventStreamError at the first corrupt one.
 
-        Messages before a corrupt one are yielded first, so a caller relays
-        what was intact before reporting the failure.
+        The error carries the intact messages before it (`decoded`), so a
+        caller relays them before reporting the failure.
         """
-        buffer = self._buffer
-        buffer += chunk
+        data = self._pending + chunk if self._pending else chunk
+        view = memoryview(data)
+        size = len(data)
         offset = 0
+        messages: list[Message] = []
         try:
-            while len(buffer) - offset >= PRELUDE_LENGTH:
-                total, headers_length, prelude_crc = _PRELUDE.unpack_from(buffer, offset)
-                if crc32(buffer[offset : offset + 8]) != prelude_crc:
+            while size - offset >= PRELUDE_LENGTH:
+                total, headers_length, prelude_crc = _PRELUDE.unpack_from(data, offset)
+                if crc32(view[offset : offset + 8]) != prelude_crc:
                     raise EventStreamError("prelude checksum mismatch")
                 payload_length = total - headers_length - PRELUDE_LENGTH - 4
                 if headers_length > MAX_HEADERS_LENGTH or not (
                     0 <= payload_length <= MAX_PAYLOAD_LENGTH
                 ):
                     raise EventStreamError(f"invalid prelude lengths {total}, {headers_length}")
-                if len(buffer) - offset < total:
+                if size - offset < total:
                     break
                 end = offset + total - 4
-                (message_crc,) = struct.unpack_from(">I", buffer, end)
-                if crc32(buffer[offset + 8 : end], prelude_crc) != message_crc:
+                if crc32(view[offset + 8 : end], prelude_crc) != _UINT32.unpack_from(data, end)[0]:
                     raise EventStreamError("message checksum mismatch")
                 headers_end = offset + PRELUDE_LENGTH + headers_length
-                headers = _parse_headers(bytes(buffer[offset + PRELUDE_LENGTH : headers_end]))
-                payload = bytes(buffer[headers_end:end])
+                raw_headers = data[offset + PRELUDE_LENGTH : headers_end]
+                headers = self._known_headers.get(raw_headers)
+                if headers is None:
+                    headers = _parse_headers(raw_headers)
+                    if len(self._known_headers) < _KNOWN_HEADERS:
+                        self._known_headers[raw_headers] = headers
+                messages.append(Message(headers, data[headers_end:end]))
                 offset += total
-                yield Message(headers, payload)
+        except EventStreamError as exc:
+            exc.decoded = messages
+            self._pending = b""
+            raise
         finally:
-            del buffer[:offset]
+            view.release()
+        self._pending = data[offset:] if offset < size else b""
+        return messages
 
     def finish(self) -> None:
         """The stream ended: bytes of an incomplete message left over mean it was cut short."""
-        if self._buffer:
-            left = len(self._buffer)
-            self._buffer.clear()
+        if self._pending:
+            left = len(self._pending)
+            self._pending = b""
             raise EventStreamError(f"stream ended inside a message ({left} bytes left over)")
 
 
