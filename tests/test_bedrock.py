@@ -10,6 +10,8 @@ Anthropic upstream: the same clients, policies and fallback must work.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -18,7 +20,7 @@ import anthropic
 import httpx2
 import pytest
 from gateway_policies.testing import as_pairs, stream, text_block, tool_use_block
-from policy_gateway import settings
+from policy_gateway import relay, settings
 from policy_gateway.app import create_app
 
 from .conftest import GatewayStdout, sdk
@@ -422,3 +424,28 @@ def test_bedrock_request_id_is_on_the_call_log_line(
     gateway_stdout.until(lambda text: "call finished" in text)
     (line,) = [line for line in gateway_stdout.lines() if line.get("message") == "call finished"]
     assert line["upstream_request_id"] == request_id
+
+
+def test_the_anthropic_provider_never_loads_the_bedrock_module() -> None:
+    """The signer and the event-stream decoder stay off the default cold path."""
+    code = (
+        "import sys\n"
+        "from policy_gateway.app import _build_gateway\n"
+        "from policy_gateway.settings import Settings\n"
+        "_build_gateway(Settings())\n"
+        "print(sorted(m for m in ('policy_gateway.bedrock', 'policy_gateway.eventstream',"
+        " 'botocore.auth') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_bad_bedrock_configuration_fails_the_start() -> None:
+    with pytest.raises(ValueError, match=settings.ENV_UPSTREAM_PROVIDER):
+        settings.Settings(upstream_provider="vertex")
+    with pytest.raises(ValueError, match=settings.ENV_BEDROCK_MODEL_MAP):
+        relay.provider_for(
+            settings.Settings(upstream_provider="bedrock", bedrock_model_map="[1, 2]")
+        )
