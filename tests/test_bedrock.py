@@ -43,6 +43,7 @@ TOOLS: list[Any] = [
 BASH_RM = {"tool": "^bash$", "input": "rm -rf"}
 REPLACE = policy_chain(("string_replace", {"replacements": [["secret-project", "[codename]"]]}))
 USER = "tell me about secret-project"
+COUNT = "/v1/messages/count_tokens"
 
 Factory = Callable[..., str]
 
@@ -449,3 +450,13 @@ def test_bad_bedrock_configuration_fails_the_start() -> None:
         relay.provider_for(
             settings.Settings(upstream_provider="bedrock", bedrock_model_map="[1, 2]")
         )
+
+
+def test_count_tokens_answer_without_a_count_is_a_502(
+    bedrock_gateway: Factory, bedrock: FakeBedrock
+) -> None:
+    url = bedrock_gateway()
+    bedrock.script(BedrockReply(body={"unexpected": True}))
+    response = raw(url, {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}, COUNT)
+    assert response.status_code == 502
+    assert error_of(response.content)["type"] == "api_error"

@@ -36,7 +36,7 @@ from botocore.session import Session
 from gateway_policies import StreamEvent
 
 from . import settings, sse
-from .errors import GatewayError, error_body, error_bytes, error_type_for
+from .errors import GatewayError, error_body, error_type_for
 from .eventstream import EventStreamDecoder, EventStreamError, Message
 from .headers import downstream_headers
 from .logs import logger
@@ -293,7 +293,7 @@ class BedrockProvider:
         try:
             count = json.loads(body)["inputTokens"]
         except (ValueError, KeyError, TypeError):
-            return error_bytes(502, "Bedrock's CountTokens answer had no inputTokens.")
+            raise GatewayError(502, "Bedrock's CountTokens answer had no inputTokens.") from None
         return json.dumps({"input_tokens": count}).encode()
 
     def events(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
