@@ -157,9 +157,13 @@ def _keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
     return last
 
 
-_UNAVAILABLE = GatewayError(
-    500, "The gateway cannot read its credentials right now; try again shortly.", "api_error"
-)
+def _unavailable() -> GatewayError:
+    # A fresh error per refused call: one shared instance would gather every
+    # raise's traceback, keeping each failed call's frames (its request body and
+    # credentials) alive for as long as the outage lasts.
+    return GatewayError(
+        500, "The gateway cannot read its credentials right now; try again shortly.", "api_error"
+    )
 
 
 class GatewayKeyAuth:
@@ -184,7 +188,7 @@ class GatewayKeyAuth:
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
         valid = await self._keys.get()
         if valid is None:
-            raise _UNAVAILABLE
+            raise _unavailable()
         presented = _presented(raw)
         caller = _match(presented, valid)
         if caller is None:
@@ -197,7 +201,7 @@ class GatewayKeyAuth:
             )
         api_key = await self._upstream_key.get()
         if api_key is None:
-            raise _UNAVAILABLE
+            raise _unavailable()
         headers = [item for item in upstream_headers(raw) if item[0] not in _CREDENTIAL_HEADERS]
         headers.append(("x-api-key", api_key))
         return Credentials(headers, (*presented, api_key.encode()), caller)

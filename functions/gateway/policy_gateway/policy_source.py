@@ -18,11 +18,9 @@ from .errors import GatewayError
 from .logs import logger
 from .parameters import TTLCache, read_ssm_parameter
 
-_NO_CHAIN = GatewayError(
-    500,
+NO_CHAIN_MESSAGE = (
     "The gateway has no valid policy configuration, so it refuses requests until an "
-    "operator fixes it.",
-    "api_error",
+    "operator fixes it."
 )
 
 
@@ -70,5 +68,6 @@ class PolicySource:
     async def chain(self) -> PolicyChain:
         chain = await self._cache.get() if self._cache is not None else self._static
         if chain is None:
-            raise _NO_CHAIN
+            # A fresh error per call: a shared instance would keep every raise's frames.
+            raise GatewayError(500, NO_CHAIN_MESSAGE, "api_error")
         return chain
