@@ -7,13 +7,10 @@ pointed at a local moto server and every gateway at the fake upstream.
 from __future__ import annotations
 
 import os
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-import anthropic
 import boto3
 import httpx2
 import pytest
@@ -24,7 +21,8 @@ from policy_gateway.app import create_app
 from policy_gateway.logs import logger
 
 from .support.fake_upstream import FakeUpstream
-from .support.servers import ThreadedServer, free_port, json_lines
+from .support.gateway import GatewayFactory, GatewayStdout
+from .support.servers import ThreadedServer, free_port
 
 AWS_TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -94,9 +92,6 @@ def upstream_url(
     return _upstream_server[1].url
 
 
-GatewayFactory = Callable[..., str]
-
-
 @pytest.fixture
 def make_gateway(upstream_url: str) -> Iterator[GatewayFactory]:
     """Start the real gateway app under uvicorn; keyword arguments override Settings."""
@@ -115,47 +110,6 @@ def make_gateway(upstream_url: str) -> Iterator[GatewayFactory]:
         server.stop()
 
 
-class GatewayStdout:
-    """What the in-thread gateway writes to stdout: EMF metric lines and JSON log lines.
-
-    Collected in memory rather than through capfd: the gateway thread keeps
-    printing after the client has its answer (metrics, the call's log line),
-    and a print into a capture that pytest is tearing down can crash the
-    interpreter; pytest also swaps sys.stdout between test phases.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        with self._lock:
-            self._parts.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def print(self, *values: object, **_: Any) -> None:
-        self.write(" ".join(map(str, values)) + "\n")
-
-    @property
-    def text(self) -> str:
-        with self._lock:
-            return "".join(self._parts)
-
-    def lines(self) -> list[dict[str, Any]]:
-        """Every line that is a JSON object."""
-        return json_lines(self.text)
-
-    def until(self, done: Callable[[str], bool], timeout: float = 3.0) -> str:
-        """The output once `done` holds (or the timeout passes)."""
-        deadline = time.monotonic() + timeout
-        while not done(self.text) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return self.text
-
-
 @pytest.fixture
 def gateway_stdout(monkeypatch: pytest.MonkeyPatch) -> GatewayStdout:
     sink = GatewayStdout()
@@ -163,8 +117,3 @@ def gateway_stdout(monkeypatch: pytest.MonkeyPatch) -> GatewayStdout:
     # Powertools Metrics emits EMF with a bare print(); shadow it in that module.
     monkeypatch.setattr(emf_module, "print", sink.print, raising=False)
     return sink
-
-
-def sdk(url: str, **kwargs: Any) -> anthropic.Anthropic:
-    """The official SDK, pointed at a gateway; no SDK retries so call counts are exact."""
-    return anthropic.Anthropic(base_url=url, api_key="sk-ant-test-key", max_retries=0, **kwargs)

@@ -18,8 +18,8 @@ from policy_gateway import settings
 from policy_gateway.auth import GatewayKeyAuth, SecretFormatError, parse_gateway_keys
 from policy_gateway.errors import GatewayError
 
-from .conftest import GatewayFactory, GatewayStdout
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.gateway import GatewayFactory, GatewayStdout
 
 KEYS_SECRET = "test/gateway-keys"
 UPSTREAM_SECRET = "test/anthropic-key"

@@ -8,9 +8,9 @@ import time
 import httpx2
 import pytest
 
-from .conftest import GatewayFactory
 from .support.client import policy_chain, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message, text_events
+from .support.gateway import GatewayFactory
 
 
 def chain(policy: str, **options: object) -> str:
@@ -34,7 +34,9 @@ def test_client_giving_up_on_a_json_call_stops_the_upstream_wait(
 def test_stream_policy_refusing_before_anything_was_sent_keeps_its_status(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
-    url = make_gateway(policy_config=chain("tests.policies:BlockStreamAt", event="message_start"))
+    url = make_gateway(
+        policy_config=chain("tests.support.policies:BlockStreamAt", event="message_start")
+    )
     response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=True))
     assert response.status_code == 403
     assert response.json()["error"] == {
@@ -48,7 +50,7 @@ def test_stream_policy_refusing_mid_stream_sends_what_passed_then_its_error(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
     url = make_gateway(
-        policy_config=chain("tests.policies:BlockStreamAt", event="content_block_delta")
+        policy_config=chain("tests.support.policies:BlockStreamAt", event="content_block_delta")
     )
     upstream.script(Reply(events=text_events(["a", "b"])))
     response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=True))
@@ -80,7 +82,7 @@ def test_stream_without_any_event_is_a_502_not_an_empty_200(
 def test_a_policy_may_not_change_the_stream_flag(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
-    url = make_gateway(policy_config=chain("tests.policies:FlipStream"))
+    url = make_gateway(policy_config=chain("tests.support.policies:FlipStream"))
     for stream in (False, True):
         response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=stream))
         assert response.status_code == 500

@@ -15,10 +15,9 @@ import anthropic
 import pytest
 from policy_gateway import settings
 
-from .conftest import sdk
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import ROOT, free_port, gateway_process
-from .test_fallback import REPLACE, ask
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -77,11 +76,11 @@ def test_running_gateway_sees_the_cli_toggle_within_the_ttl(
         client = sdk(url)
         upstream.script(Reply.error(400, "invalid_request_error"))
         with pytest.raises(anthropic.BadRequestError):
-            ask(client)
+            ask_text(client)
         status_of(cli("flag", "on", env={settings.ENV_FLAG_TTL: "1"}))
         time.sleep(1.2)
         upstream.script(Reply.error(400, "invalid_request_error"))
-        assert ask(client).startswith("echo:")
+        assert ask_text(client).startswith("echo:")
     assert len(upstream.requests) == 3
 
 
@@ -136,7 +135,7 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
             )
             assert "hello" in reply.content[0].text  # type: ignore[union-attr]
             with pytest.raises(anthropic.BadRequestError):
-                ask(client, text="TICKET-REF-0042")
+                ask_text(client, text="TICKET-REF-0042")
             local_ssm = {
                 "AWS_ENDPOINT_URL_SSM": f"http://127.0.0.1:{ssm_port}",
                 "AWS_REGION": "us-east-1",
@@ -144,7 +143,7 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
                 "AWS_SECRET_ACCESS_KEY": "local",
             }
             assert status_of(cli("flag", "on", env=local_ssm))["fallback_enabled"] is True
-            assert "TICKET-REF-0042" in ask(client, text="TICKET-REF-0042")
+            assert "TICKET-REF-0042" in ask_text(client, text="TICKET-REF-0042")
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -164,7 +163,7 @@ def test_configured_endpoints_are_never_replaced_by_stand_ins(
     serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
     log = tmp_path / "serve.log"
     with gateway_process(env, stdout_path=log, serve_args=serve_args) as (url, _):
-        assert ask(sdk(url)).startswith("echo:")
+        assert ask_text(sdk(url)).startswith("echo:")
     assert len(upstream.requests) == 1
     printed = log.read_text()
     assert "not starting the upstream simulator" in printed

@@ -14,10 +14,10 @@ import httpx2
 import pytest
 from moto.server import ThreadedMotoServer
 
-from .conftest import GatewayFactory
-from .faulty_policies import INTERNALS
 from .support.client import HEADERS, error_of, policy_chain, request_body, sse_frames
 from .support.fake_upstream import FakeUpstream, Reply, text_events
+from .support.faulty_policies import INTERNALS
+from .support.gateway import GatewayFactory
 from .support.servers import free_port, gateway_process
 
 FAST_RETRY = {"retry-after-ms": "20"}
@@ -174,7 +174,7 @@ def test_retry_after_is_honoured(make_gateway: GatewayFactory, upstream: FakeUps
 
 
 def chain(name: str) -> str:
-    return policy_chain((f"tests.faulty_policies:{name}", {}))
+    return policy_chain((f"tests.support.faulty_policies:{name}", {}))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])

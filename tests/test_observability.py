@@ -17,10 +17,9 @@ import anthropic
 import pytest
 from policy_gateway import settings
 
-from .conftest import sdk
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
+from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import ROOT, gateway_process, json_lines
-from .test_fallback import REPLACE, ask
 
 TRACE_ROOT = "1-67a1b2c3-0123456789abcdef01234567"
 
@@ -75,7 +74,7 @@ def test_fallback_emits_emf_metric_with_service_dimension_and_a_warning(
             Reply.error(400, "invalid_request_error", "codename rejected"),
             Reply(body=message("echo: after a slow retry"), delay=0.5),
         )
-        assert ask(sdk(url)).startswith("echo:")
+        assert ask_text(sdk(url)).startswith("echo:")
         time.sleep(0.3)
     printed = printed_json(stdout)
     emf = [line for line in printed if settings.METRIC_FALLBACK in line]
@@ -124,7 +123,7 @@ def test_xray_subsegments_carry_the_fallback_annotations(
                 "x-amzn-trace-id": f"Root={TRACE_ROOT};Parent=53995c3f42cd8ad8;Sampled=1"
             },
         )
-        assert ask(client).startswith("echo:")
+        assert ask_text(client).startswith("echo:")
         documents = received_documents(xray_daemon)
     attempts = [d for d in documents if d.get("name", "").startswith("upstream ")]
     assert [d["name"] for d in attempts] == [
@@ -148,10 +147,10 @@ def test_ssm_outage_means_flag_off_and_requests_still_succeed(
     stdout = tmp_path / "gateway.out"
     with gateway_process(env, stdout_path=stdout) as (url, _):
         client = sdk(url)
-        assert ask(client).startswith("echo:")
+        assert ask_text(client).startswith("echo:")
         upstream.script(Reply.error(400, "invalid_request_error"))
         with pytest.raises(anthropic.BadRequestError):
-            ask(client)
+            ask_text(client)
         assert len(upstream.requests) == 2
     warnings = [line for line in printed_json(stdout) if line.get("level") == "WARNING"]
     assert any("fallback flag unreadable" in w["message"] for w in warnings)
@@ -163,8 +162,8 @@ def test_every_call_flushes_request_metrics(
     stdout = tmp_path / "gateway.out"
     with gateway_process(base_env(upstream_url), stdout_path=stdout) as (url, _):
         client = sdk(url)
-        ask(client)
-        ask(client, stream=True)
+        ask_text(client)
+        ask_text(client, stream=True)
         client.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": "hi"}])
         time.sleep(0.3)
     emf = [line for line in printed_json(stdout) if "_aws" in line]

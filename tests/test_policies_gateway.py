@@ -10,7 +10,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import anthropic
 import boto3
 import httpx2
 import pytest
@@ -27,9 +26,10 @@ from gateway_policies.testing import (
 from policy_gateway import settings
 from policy_gateway.sse import SSEDecoder
 
-from .conftest import GatewayFactory, GatewayStdout, sdk
 from .support.client import policy_chain
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
+from .support.gateway import GatewayFactory, GatewayStdout
+from .support.sdk import ask, both, sdk
 from .support.servers import ThreadedServer
 
 SECRET = "sk-ant-api03-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"
@@ -37,20 +37,6 @@ TOOLS: list[Any] = [
     {"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("bash", "read")
 ]
 BASH_RM = {"tool": "^bash$", "input": "rm -rf"}
-
-
-def ask(client: anthropic.Anthropic, streaming: bool, **params: Any) -> Message:
-    params = {
-        "model": MODEL,
-        "max_tokens": 256,
-        "messages": [{"role": "user", "content": "hello"}],
-        **params,
-    }
-    if streaming:
-        with client.messages.stream(**params) as events:
-            return events.get_final_message()
-    reply: Message = client.messages.create(**params)
-    return reply
 
 
 def tool_reply(streaming: bool, *calls: tuple[str, dict[str, Any]], text: str = "") -> Reply:
@@ -70,9 +56,6 @@ def tool_reply(streaming: bool, *calls: tuple[str, dict[str, Any]], text: str = 
 
 def kinds(reply: Message) -> list[str]:
     return [block.type for block in reply.content]
-
-
-both = pytest.mark.parametrize("streaming", [False, True], ids=["json", "sse"])
 
 
 # ------------------------------------------------------- request policies

@@ -11,10 +11,10 @@ import anthropic
 import pytest
 from policy_gateway import settings
 
-from .conftest import GatewayFactory, GatewayStdout, sdk
 from .support.client import policy_chain
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
-from .test_policies_gateway import ask, both
+from .support.gateway import GatewayFactory, GatewayStdout
+from .support.sdk import ask, both, sdk
 
 PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 TTL = 0.5

@@ -11,23 +11,20 @@ turned the fallback on.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..base import JSONObject, Policy, PolicyContext
+from ..options import PolicyOptions
 
 MIN_THINKING_BUDGET = 1024
 
 
-class CapMaxTokensOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CapMaxTokensOptions(PolicyOptions):
     max: int = Field(ge=1)
 
 
-class CapMaxTokens(Policy):
+class CapMaxTokens(Policy[CapMaxTokensOptions]):
     name = "cap_max_tokens"
-    Options = CapMaxTokensOptions
-    options: CapMaxTokensOptions
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         ceiling = self.options.max
