@@ -20,6 +20,7 @@ from policy_gateway import settings
 from policy_gateway.app import create_app
 from policy_gateway.logs import logger
 
+from .support.clock import ManualClock
 from .support.fake_upstream import FakeUpstream
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.servers import ThreadedServer, free_port
@@ -90,6 +91,12 @@ def upstream_url(
     _upstream_server: tuple[FakeUpstream, ThreadedServer], upstream: FakeUpstream
 ) -> str:
     return _upstream_server[1].url
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """Time for the TTL caches of a gateway started with `make_gateway(clock=clock)`."""
+    return ManualClock()
 
 
 @pytest.fixture

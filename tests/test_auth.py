@@ -4,7 +4,6 @@ the gateway, rotation, and what happens when Secrets Manager misbehaves."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from policy_gateway import settings
 from policy_gateway.auth import GatewayKeyAuth, SecretFormatError, parse_gateway_keys
 from policy_gateway.errors import GatewayError
 
+from .support.clock import ManualClock, eventually
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
 from .support.gateway import GatewayFactory, GatewayStdout
 
@@ -41,7 +41,9 @@ def put_secret() -> PutSecret:
 
 
 @pytest.fixture
-def keyed_gateway(make_gateway: GatewayFactory, put_secret: PutSecret) -> Callable[..., str]:
+def keyed_gateway(
+    make_gateway: GatewayFactory, put_secret: PutSecret, clock: ManualClock
+) -> Callable[..., str]:
     """A gateway in gateway_key mode whose secrets hold `keys` and the upstream key."""
 
     def start(keys: object = ("gk-one", "gk-two"), upstream_secret: str | None = None) -> str:
@@ -53,6 +55,7 @@ def keyed_gateway(make_gateway: GatewayFactory, put_secret: PutSecret) -> Callab
             gateway_keys_secret=KEYS_SECRET,
             upstream_api_key_secret=UPSTREAM_SECRET,
             secrets_ttl=0.3,
+            clock=clock,
         )
 
     return start
@@ -123,27 +126,29 @@ def test_wrong_or_missing_key_is_401_without_an_upstream_call(
     assert upstream.requests == []
     # The call's metrics are flushed after its response is sent: wait for them.
     emitted = ""
-    for _ in range(100):
+
+    def flushed() -> bool:
+        nonlocal emitted
         emitted += capsys.readouterr().out
-        if settings.METRIC_AUTH_FAILURES in emitted:
-            break
-        time.sleep(0.01)
+        return settings.METRIC_AUTH_FAILURES in emitted
+
+    eventually(flushed)
     metrics = [json.loads(line) for line in emitted.splitlines() if '"_aws"' in line]
     assert any(line.get(settings.METRIC_AUTH_FAILURES) == [1.0] for line in metrics)
 
 
 def test_several_keys_rotate_without_downtime(
-    keyed_gateway: Callable[..., str], put_secret: PutSecret
+    keyed_gateway: Callable[..., str], put_secret: PutSecret, clock: ManualClock
 ) -> None:
     url = keyed_gateway({"keys": ["gk-old"]})
     old, new = client(url, api_key="gk-old"), client(url, api_key="gk-new")
     assert ask(old)
     put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-old", "gk-new"]}))
-    time.sleep(0.4)
+    clock.advance(0.4)
     assert ask(old)
     assert ask(new)
     put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-new"]}))
-    time.sleep(0.4)
+    clock.advance(0.4)
     assert ask(new)
     with pytest.raises(anthropic.AuthenticationError):
         ask(old)
@@ -185,13 +190,14 @@ def test_secrets_manager_throttled_keeps_the_last_good_keys() -> None:
             )
         return json.dumps(["gk-one"]) if name == KEYS_SECRET else UPSTREAM_KEY
 
-    auth = GatewayKeyAuth(KEYS_SECRET, UPSTREAM_SECRET, ttl=0.01, reader=reader)
+    clock = ManualClock()
+    auth = GatewayKeyAuth(KEYS_SECRET, UPSTREAM_SECRET, ttl=0.01, reader=reader, clock=clock)
 
     async def calls() -> None:
         for _ in range(3):
             credentials = await auth.authorize([(b"x-api-key", b"gk-one")])
             assert ("x-api-key", UPSTREAM_KEY) in credentials.headers
-            await anyio.sleep(0.02)
+            clock.advance(0.02)
         with pytest.raises(GatewayError) as caught:
             await auth.authorize([(b"x-api-key", b"gk-two")])
         assert caught.value.status == 401

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
+from .clock import eventually
 from .servers import json_lines
 
 GatewayFactory = Callable[..., str]
@@ -47,8 +48,7 @@ class GatewayStdout:
         return json_lines(self.text)
 
     def until(self, done: Callable[[str], bool], timeout: float = 3.0) -> str:
-        """The output once `done` holds (or the timeout passes)."""
-        deadline = time.monotonic() + timeout
-        while not done(self.text) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        """The output once `done` holds (or the timeout passes: the caller's asserts judge)."""
+        with contextlib.suppress(AssertionError):
+            eventually(lambda: done(self.text), timeout)
         return self.text

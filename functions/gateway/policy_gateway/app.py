@@ -53,9 +53,12 @@ def _build_gateway(config: Settings) -> Gateway:
     return Gateway(
         config=config,
         relay=Relay(config),
-        flag=FallbackFlag(config.flag_parameter, config.flag_ttl),
+        flag=FallbackFlag(config.flag_parameter, config.flag_ttl, clock=config.clock),
         policies=PolicySource(
-            config.policy_config, config.policy_config_parameter, config.policy_config_ttl
+            config.policy_config,
+            config.policy_config_parameter,
+            config.policy_config_ttl,
+            clock=config.clock,
         ),
         auth=authenticator(config),
     )

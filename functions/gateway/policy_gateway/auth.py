@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -173,16 +174,19 @@ class GatewayKeyAuth:
         upstream_secret: str,
         ttl: float,
         reader: Callable[[str], str] = read_secret,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._keys: TTLCache[tuple[GatewayKey, ...] | None] = TTLCache(
             lambda: parse_gateway_keys(reader(keys_secret)),
             ttl,
             partial(_keep_last_good, keys_secret),
+            clock,
         )
         self._upstream_key: TTLCache[str | None] = TTLCache(
             lambda: parse_api_key(reader(upstream_secret)),
             ttl,
             partial(_keep_last_good, upstream_secret),
+            clock,
         )
 
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
@@ -210,6 +214,9 @@ class GatewayKeyAuth:
 def authenticator(config: settings.Settings) -> Authenticator:
     if config.auth_mode == settings.AUTH_GATEWAY_KEY:
         return GatewayKeyAuth(
-            config.gateway_keys_secret, config.upstream_api_key_secret, config.secrets_ttl
+            config.gateway_keys_secret,
+            config.upstream_api_key_secret,
+            config.secrets_ttl,
+            clock=config.clock,
         )
     return PassthroughAuth()

@@ -9,6 +9,7 @@ closed: running without the operator's policies would silently weaken them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from gateway_policies import PolicyChain, PolicyConfigError, load_chain
@@ -31,6 +32,7 @@ class PolicySource:
         parameter: str | None,
         ttl: float,
         reader: Callable[[str], str] = read_ssm_parameter,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._inline = inline
         self._parameter = parameter
@@ -38,7 +40,7 @@ class PolicySource:
         self._static: PolicyChain | None = None
         self._cache: TTLCache[PolicyChain | None] | None = None
         if parameter:
-            self._cache = TTLCache(self._load_parameter, ttl, self._keep_last_good)
+            self._cache = TTLCache(self._load_parameter, ttl, self._keep_last_good, clock)
         elif inline:
             try:
                 self._static = load_chain(inline)
