@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +11,7 @@ import httpx2
 import pytest
 
 from .support.client import policy_chain
+from .support.clock import ManualClock
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message, text_events
 from .support.gateway import GatewayFactory
 from .support.sdk import REPLACE, USER, ask_text, sdk
@@ -219,10 +219,13 @@ def test_non_bypassable_policy_blocks_the_fallback(
 
 
 def test_flag_flip_is_seen_within_the_ttl_without_restart(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    clock: ManualClock,
 ) -> None:
     set_flag("false")
-    url = make_gateway(policy_config=REPLACE, flag_ttl=1.0)
+    url = make_gateway(policy_config=REPLACE, flag_ttl=1.0, clock=clock)
     client = sdk(url)
     upstream.script(Reply.error(400, "invalid_request_error"))
     with pytest.raises(anthropic.BadRequestError):
@@ -231,7 +234,7 @@ def test_flag_flip_is_seen_within_the_ttl_without_restart(
     upstream.script(Reply.error(400, "invalid_request_error"))
     with pytest.raises(anthropic.BadRequestError):
         ask_text(client)  # still cached as off
-    time.sleep(1.1)
+    clock.advance(1.1)
     upstream.script(Reply.error(400, "invalid_request_error"))
     assert ask_text(client).startswith("echo:")
     assert len(upstream.requests) == 4

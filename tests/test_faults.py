@@ -15,6 +15,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from .support.client import HEADERS, error_of, policy_chain, request_body, sse_frames
+from .support.clock import eventually
 from .support.fake_upstream import FakeUpstream, Reply, text_events
 from .support.faulty_policies import INTERNALS
 from .support.gateway import GatewayFactory
@@ -329,10 +330,17 @@ def test_aws_outage_keeps_the_last_good_values_and_recovery_is_seen(
         return post(url, request_body("alpha"), **{"x-api-key": key})
 
     try:
-        with gateway_process(env, stdout_path=tmp_path / "gateway.log") as (url, _):
+        log = tmp_path / "gateway.log"
+        with gateway_process(env, stdout_path=log) as (url, _):
             assert call("gk-before").status_code == 200
             aws.stop()
-            time.sleep(0.5)
+            # Wait until a refresh has failed (past the TTL), then check what serves.
+            eventually(
+                lambda: (
+                    call("gk-before").status_code == 200
+                    and "keeping the last good" in log.read_text()
+                )
+            )
             # Keys, the upstream key and the policy chain: the last good values serve.
             upstream.reset()
             assert call("gk-before").status_code == 200
@@ -346,12 +354,16 @@ def test_aws_outage_keeps_the_last_good_values_and_recovery_is_seen(
             aws = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
             aws.start()
             _seed_aws(endpoint, ["gk-after"], "[v2]")
-            time.sleep(0.5)
+            eventually(
+                lambda: (
+                    call("gk-after").status_code == 200
+                    and upstream.requests[-1].json["messages"][0]["content"] == "[v2]"
+                )
+            )
             upstream.reset()
             assert call("gk-before").status_code == 401
             assert call("gk-after").status_code == 200
             assert upstream.requests[0].json["messages"][0]["content"] == "[v2]"
-        log = (tmp_path / "gateway.log").read_text()
-        assert "keeping the last good" in log
+        assert "keeping the last good" in log.read_text()
     finally:
         aws.stop()

@@ -17,6 +17,7 @@ import anthropic
 import pytest
 from policy_gateway import settings
 
+from .support.clock import eventually
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import ROOT, gateway_process, json_lines
@@ -26,6 +27,11 @@ TRACE_ROOT = "1-67a1b2c3-0123456789abcdef01234567"
 
 def printed_json(path: Path) -> list[dict[str, Any]]:
     return json_lines(path.read_text())
+
+
+def requests_counted(stdout: Path) -> int:
+    emf = [line for line in printed_json(stdout) if "_aws" in line]
+    return sum(len(line.get(settings.METRIC_REQUESTS, [])) for line in emf)
 
 
 def base_env(upstream_url: str) -> dict[str, str]:
@@ -75,7 +81,8 @@ def test_fallback_emits_emf_metric_with_service_dimension_and_a_warning(
             Reply(body=message("echo: after a slow retry"), delay=0.5),
         )
         assert ask_text(sdk(url)).startswith("echo:")
-        time.sleep(0.3)
+        # The call's metrics and log line are printed after its answer is sent.
+        eventually(lambda: any(settings.METRIC_REQUESTS in line for line in printed_json(stdout)))
     printed = printed_json(stdout)
     emf = [line for line in printed if settings.METRIC_FALLBACK in line]
     assert len(emf) == 1
@@ -165,7 +172,7 @@ def test_every_call_flushes_request_metrics(
         ask_text(client)
         ask_text(client, stream=True)
         client.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": "hi"}])
-        time.sleep(0.3)
+        eventually(lambda: requests_counted(stdout) == 3)
     emf = [line for line in printed_json(stdout) if "_aws" in line]
     assert sum(len(line.get(settings.METRIC_REQUESTS, [])) for line in emf) == 3
     assert any(settings.METRIC_TIME_TO_FIRST_EVENT in line for line in emf)
