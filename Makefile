@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test lint bench clean
+.PHONY: run test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/python -m pytest
+
+# Everything but the slow tiers (markers in pyproject.toml): the loop while you work.
+test-fast: lint
+	$(BIN)/python -m pytest -m "not load and not sam_build and not cfn_lint"
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -212,6 +212,15 @@ def verdict(risk: float, reason: str = "") -> Reply:
     return Reply(body=message(json.dumps({"risk": risk, "reason": reason})))
 
 
+# The judge's SDK client keeps its pooled connection for the life of the event
+# loop it runs on, as it should in a gateway process; a test gateway's loop ends
+# at teardown with that connection open, which asyncio reports. Nothing leaks
+# in a serving gateway, so the judge's tests list this one warning.
+judge_connection_outlives_the_test_loop = pytest.mark.filterwarnings(
+    "ignore:unclosed resource <TCPTransport:ResourceWarning"
+)
+
+
 def judge_chain(judge_url: str, **options: Any) -> str:
     return policy_chain(
         (
@@ -221,6 +230,7 @@ def judge_chain(judge_url: str, **options: Any) -> str:
     )
 
 
+@judge_connection_outlives_the_test_loop
 @both
 def test_judge_blocks_risky_and_allows_safe_calls(
     make_gateway: GatewayFactory,
@@ -250,6 +260,7 @@ def test_judge_blocks_risky_and_allows_safe_calls(
     assert fake_judge.requests[0].headers["authorization"] == "Bearer sk-ant-judge"
 
 
+@judge_connection_outlives_the_test_loop
 def test_deployed_judge_uses_the_gateways_anthropic_key_secret(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
@@ -272,6 +283,7 @@ def test_deployed_judge_uses_the_gateways_anthropic_key_secret(
     assert fake_judge.requests[0].headers["authorization"] == "Bearer sk-ant-from-secret"
 
 
+@judge_connection_outlives_the_test_loop
 @both
 @pytest.mark.parametrize("failure", ["500", "timeout", "nonsense", "negative", "string"])
 def test_judge_failure_blocks_and_is_logged(

@@ -26,6 +26,8 @@ from policy_gateway import settings
 from .support.fake_upstream import FakeUpstream, Reply, text_events
 from .support.servers import ThreadedServer, free_port, gateway_process
 
+pytestmark = pytest.mark.sam_build
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"
 SAM = Path(sys.executable).parent / "sam"

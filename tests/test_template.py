@@ -487,11 +487,13 @@ def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.cfn_lint
 def test_cfn_lint_passes() -> None:
     result = _run([_tool("cfn-lint"), str(TEMPLATE)])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.cfn_lint
 def test_sam_validate_lint_passes() -> None:
     result = _run([_tool("sam"), "validate", "--lint", "--template-file", str(TEMPLATE)])
     assert result.returncode == 0, result.stdout + result.stderr

@@ -61,12 +61,15 @@ async def coalesced(chunks: AsyncIterable[bytes]) -> AsyncIterator[AsyncIterator
             raise failures[0]
 
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(read)
-            try:
-                yield joined()
-            finally:
-                group.cancel_scope.cancel()
+        # The receiver is closed with the relay, whether it read to the end or
+        # stopped early (a disconnect, a policy's refusal, the deadline).
+        with receiver:
+            async with anyio.create_task_group() as group:
+                group.start_soon(read)
+                try:
+                    yield joined()
+                finally:
+                    group.cancel_scope.cancel()
     except BaseExceptionGroup as grouped:
         # The task group wraps whatever the relay's loop raised (a read timeout,
         # a client gone); the relay must see the original, with its own type.

@@ -181,7 +181,9 @@ class Policy(Generic[OptionsT]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for base in getattr(cls, "__orig_bases__", ()):
+        # Only this class's own bases: a subclass of a configured policy keeps
+        # its parent's options type unless it declares another.
+        for base in cls.__dict__.get("__orig_bases__", ()):
             origin = get_origin(base)
             if not (isinstance(origin, type) and issubclass(origin, Policy)):
                 continue
