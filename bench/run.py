@@ -2,7 +2,8 @@
 
 Everything runs on loopback: an instant fake upstream (bench/upstream_stub.py)
 in its own process, each gateway as a real `python -m policy_gateway serve`
-child process, and a moto SSM server in this process for the fallback flag.
+child process, and a moto server in this process for the fallback flag (SSM)
+and the fallback budget's table (DynamoDB).
 One raw-socket client (bench/wire.py) calls both the upstream directly and the
 gateway, alternating which goes first, so drift on a noisy machine lands on
 both sides alike. Every figure is a difference or a ratio from the same run.
@@ -64,6 +65,9 @@ BLOCK_CHAIN = json.dumps(
 )
 FLAG_ON = "/bench/fallback-on"
 FLAG_OFF = "/bench/fallback-off"
+BUDGET_TABLE = "bench-fallback-budget"
+# Every benchmark fallback comes from one caller; the budget must not end them.
+UNLIMITED_BUDGET = str(10**9)
 
 
 @dataclass
@@ -189,20 +193,28 @@ class Environment:
             "AWS_REGION": "us-east-1",
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_ENDPOINT_URL_SSM": f"http://{HOST}:{moto_port}",
+            "AWS_ENDPOINT_URL_DYNAMODB": f"http://{HOST}:{moto_port}",
         }
         import boto3
+        from policy_gateway.budget import create_table
 
-        ssm = boto3.client(
-            "ssm",
-            endpoint_url=self.aws["AWS_ENDPOINT_URL_SSM"],
-            region_name=self.aws["AWS_REGION"],
-            aws_access_key_id=self.aws["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=self.aws["AWS_SECRET_ACCESS_KEY"],
-        )
+        def client(service: str) -> Any:
+            return boto3.client(  # type: ignore[call-overload]
+                service,
+                endpoint_url=self.aws["AWS_ENDPOINT_URL_SSM"],
+                region_name=self.aws["AWS_REGION"],
+                aws_access_key_id=self.aws["AWS_ACCESS_KEY_ID"],
+                aws_secret_access_key=self.aws["AWS_SECRET_ACCESS_KEY"],
+            )
+
+        ssm = client("ssm")
         ssm.put_parameter(Name=FLAG_ON, Value="true", Type="String", Overwrite=True)
         ssm.put_parameter(Name=FLAG_OFF, Value="false", Type="String", Overwrite=True)
+        create_table(client("dynamodb"), BUDGET_TABLE)
 
-    def gateway_env(self, chain: str, flag: str = FLAG_OFF) -> dict[str, str]:
+    def gateway_env(
+        self, chain: str, flag: str = FLAG_OFF, budget_table: str | None = None
+    ) -> dict[str, str]:
         env = {
             key: value
             for key, value in os.environ.items()
@@ -215,13 +227,18 @@ class Environment:
             "UPSTREAM_BASE_URL": f"http://{HOST}:{self.upstream_port}",
             "POLICY_CONFIG": chain,
             "FALLBACK_FLAG_PARAMETER": flag,
+            "FALLBACK_BUDGET": UNLIMITED_BUDGET,
+            **({"FALLBACK_BUDGET_TABLE": budget_table} if budget_table else {}),
         }
 
     @contextmanager
-    def gateway(self, name: str, chain: str, flag: str = FLAG_OFF) -> Iterator[int]:
+    def gateway(
+        self, name: str, chain: str, flag: str = FLAG_OFF, budget_table: str | None = None
+    ) -> Iterator[int]:
         """A gateway child process; yields its port."""
         port = free_port()
-        with running(gateway_args(port), self.gateway_env(chain, flag), f"{name}.log", port):
+        env = self.gateway_env(chain, flag, budget_table)
+        with running(gateway_args(port), env, f"{name}.log", port):
             yield port
 
 
@@ -414,6 +431,30 @@ def measure_full_fallback(env: Environment, on: int, raw: dict[str, Any]) -> Fig
     )
 
 
+def measure_budget_check(on: int, on_shared: int, raw: dict[str, Any]) -> Figure:
+    """What counting a fallback in DynamoDB (a local moto) adds over counting it in the process."""
+    body = request_body(1024)
+    reject = {"x-bench-reject": REWRITTEN}
+    in_table = Connection(HOST, on_shared)
+    in_process = Connection(HOST, on)
+    shared, local = paired(
+        lambda: in_table.post(PATH, body, reject),
+        lambda: in_process.post(PATH, body, reject),
+        FALLBACK_PAIRS,
+        20,
+    )
+    raw["budget_check"] = {"dynamodb_s": shared, "in_process_s": local}
+    return Figure(
+        "(7) fallback budget check, DynamoDB (local moto) vs in-process, added p50",
+        added(shared, local, 50),
+        "ms",
+        "report",
+        None,
+        f"fallback {ms(statistics.median(shared)):.2f} ms with the table, "
+        f"{ms(statistics.median(local)):.2f} ms in-process (p50)",
+    )
+
+
 def cold_start(args: list[str], env: dict[str, str], port: int, log: str) -> tuple[float, float]:
     """Seconds from spawning the process to /healthz answering 200, and to a first answered POST."""
     started = time.perf_counter()
@@ -591,9 +632,11 @@ def main() -> int:
         with (
             env.gateway("flag-on", REPLACE_CHAIN, FLAG_ON) as on,
             env.gateway("flag-off", REPLACE_CHAIN, FLAG_OFF) as off,
+            env.gateway("flag-on-shared-budget", REPLACE_CHAIN, FLAG_ON, BUDGET_TABLE) as shared,
         ):
             figures.append(measure_armed_fallback(on, off, raw))
             figures.append(measure_full_fallback(env, on, raw))
+            figures.append(measure_budget_check(on, shared, raw))
         figures.append(measure_memory(env, raw))
     raw["figures"] = [asdict(figure) for figure in figures]
     raw["seconds"] = time.perf_counter() - started

@@ -41,7 +41,7 @@ COMPILE = $(PYTHON313) -m compileall -q -j 0 --invalidation-mode unchecked-hash
 SBOM = $(CYCLONEDX) requirements --pyproject $(ROOT)/pyproject.toml \
 	--output-reproducible --output-format JSON
 
-.PHONY: build-GatewayFunction build-PoliciesLayer
+.PHONY: build-GatewayFunction build-PoliciesLayer build-BreakerFunction
 
 # The function: run.sh and policy_gateway (everything in functions/gateway/)
 # at the task root, its dependencies beside them.
@@ -62,3 +62,11 @@ build-PoliciesLayer:
 	$(PIP_INSTALL) --target "$(ARTIFACTS_DIR)/python" -r "$(LOCKS)/layer-$(ARCH).txt"
 	$(COMPILE) "$(ARTIFACTS_DIR)/python"
 	$(SBOM) -o "$(ARTIFACTS_DIR)/policies-layer.sbom.cdx.json" "$(LOCKS)/layer-$(ARCH).txt"
+
+# The breaker: its handler package at the task root, Powertools and boto3 beside it.
+build-BreakerFunction:
+	cp -R ./. "$(ARTIFACTS_DIR)/"
+	find "$(ARTIFACTS_DIR)" -name __pycache__ -type d -prune -exec rm -rf {} +
+	$(PIP_INSTALL) --target "$(ARTIFACTS_DIR)" -r "$(LOCKS)/breaker-$(ARCH).txt"
+	$(COMPILE) "$(ARTIFACTS_DIR)"
+	$(SBOM) -o "$(ARTIFACTS_DIR)/sbom.cdx.json" "$(LOCKS)/breaker-$(ARCH).txt"

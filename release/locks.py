@@ -2,11 +2,13 @@
 
 pyproject.toml is the one place where direct dependencies and their allowed
 ranges are declared: `[project].dependencies` is what the Lambda function needs
-at run time, the `layer` extra what the policies layer needs, the `dev` extra
+at run time, the `layer` extra what the policies layer needs, the `breaker`
+extra what the fallback breaker function needs, the `dev` extra
 the tools and tests. This script pins each set with uv (`uv pip compile
 --generate-hashes`):
 
-- locks/function-<arch>.txt and locks/layer-<arch>.txt for the Lambda runtime
+- locks/function-<arch>.txt, locks/layer-<arch>.txt and locks/breaker-<arch>.txt
+  for the Lambda runtime
   (python3.13, manylinux2014, arm64 and x86_64): `sam build` installs them with
   `pip --require-hashes` (release/lambda.mk);
 - locks/dev.txt for the development and CI machine (Python 3.11, linux x86_64):
@@ -62,7 +64,7 @@ class Lock:
     """One lock file: which dependency set, for which interpreter and platform."""
 
     name: str
-    group: str  # "function", "layer" or "dev"
+    group: str  # "function", "layer", "breaker" or "dev"
     python: str
     platform: str
     constraints: tuple[str, ...] = ()  # names of locks whose pins this one keeps
@@ -86,7 +88,8 @@ def all_locks() -> list[Lock]:
         for arch, platform in LAMBDA_PLATFORMS.items()
     ]
     locks += [
-        Lock(f"layer-{arch}", "layer", LAMBDA_PYTHON, platform, ("dev", f"function-{arch}"))
+        Lock(f"{group}-{arch}", group, LAMBDA_PYTHON, platform, ("dev", f"function-{arch}"))
+        for group in ("layer", "breaker")
         for arch, platform in LAMBDA_PLATFORMS.items()
     ]
     return locks
@@ -117,8 +120,8 @@ class Declared:
 def requirements(group: str, pyproject: Path = PYPROJECT) -> list[str]:
     """The direct requirements of one set, with the project's own extras expanded.
 
-    The function set is `[project].dependencies`; the layer set is the `layer`
-    extra alone; the dev set is the dependencies plus the `dev` extra, which
+    The function set is `[project].dependencies`; the layer and breaker sets are
+    their extras alone; the dev set is the dependencies plus the `dev` extra, which
     names `policy-gateway[layer]` because the tests import the policies too.
     """
     declared = Declared.read(pyproject)
@@ -140,7 +143,7 @@ def requirements(group: str, pyproject: Path = PYPROJECT) -> list[str]:
                 expanded.append(requirement)
 
     add(group)
-    return expanded if group == "layer" else [*declared.dependencies, *expanded]
+    return expanded if group in ("layer", "breaker") else [*declared.dependencies, *expanded]
 
 
 def inputs_digest(lock: Lock, pyproject: Path = PYPROJECT) -> str:

@@ -23,6 +23,7 @@ from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 from policy_gateway import settings
 from policy_gateway.app import create_app
+from policy_gateway.budget import create_table
 from policy_gateway.logs import logger
 
 from .support.fake_upstream import FakeUpstream
@@ -49,7 +50,16 @@ def moto_endpoint() -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    for service in ("SSM", "SECRETS_MANAGER", "CLOUDWATCH", "CLOUDFORMATION", "LAMBDA"):
+    for service in (
+        "SSM",
+        "SECRETS_MANAGER",
+        "CLOUDWATCH",
+        "CLOUDFORMATION",
+        "LAMBDA",
+        "DYNAMODB",
+        "SNS",
+        "SQS",
+    ):
         os.environ[f"AWS_ENDPOINT_URL_{service}"] = endpoint
     yield endpoint
     server.stop()
@@ -73,6 +83,16 @@ def set_flag(ssm: Any) -> Callable[[str], None]:
         )
 
     return put
+
+
+BUDGET_TABLE = "test-fallback-budget"
+
+
+@pytest.fixture
+def budget_table() -> str:
+    """The fallback budget's table in moto, created as template.yaml declares it."""
+    create_table(boto3.client("dynamodb"), BUDGET_TABLE)
+    return BUDGET_TABLE
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from typing import Any
 import anthropic
 import pytest
 from policy_gateway import settings
+from policy_gateway.auth import key_caller
 
 from .conftest import sdk
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
@@ -145,12 +146,26 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
             }
             assert status_of(cli("flag", "on", env=local_ssm))["fallback_enabled"] is True
             assert "TICKET-REF-0042" in ask(client, text="TICKET-REF-0042")
+            # The stand-in serves the fallback budget's table too: the fallback was counted.
+            local_budget = {
+                **local_ssm,
+                "AWS_ENDPOINT_URL_DYNAMODB": local_ssm["AWS_ENDPOINT_URL_SSM"],
+                settings.ENV_FALLBACK_BUDGET_TABLE: settings.LOCAL_FALLBACK_BUDGET_TABLE,
+            }
+            caller = key_caller(b"sk-ant-test-key")
+            used = status_of(cli("budget", caller, env=local_budget))
+            assert (used["caller"], used["used"], used["remaining"]) == (caller, 1, 9)
     finally:
         os.environ.clear()
         os.environ.update(saved)
     printed = log.read_text()
     assert "upstream simulator: http://127.0.0.1:" in printed
     assert f"embedded SSM: http://127.0.0.1:{ssm_port}" in printed
+    assert f"embedded DynamoDB: http://127.0.0.1:{ssm_port}" in printed
+    assert (
+        "fallback budget: 10 per caller per 3600 s, in DynamoDB table "
+        f"{settings.LOCAL_FALLBACK_BUDGET_TABLE}, shared by every instance"
+    ) in printed
     assert '"PassthroughFallback":[1.0]' in printed
 
 
@@ -170,3 +185,22 @@ def test_configured_endpoints_are_never_replaced_by_stand_ins(
     assert "not starting the upstream simulator" in printed
     assert "not starting the embedded SSM" in printed
     assert f"-> {upstream_url}" in printed
+    assert "fallback budget: 10 per caller per 3600 s, kept in this process" in printed
+
+
+def test_budget_without_a_table_says_where_the_budget_is() -> None:
+    result = cli("budget", "key:0123456789abcdef", env={settings.ENV_FALLBACK_BUDGET_TABLE: ""})
+    assert result.returncode == 2
+    assert "each gateway process keeps its own fallback budget" in result.stderr
+
+
+def test_budget_zero_is_announced_at_start(tmp_path: Path, upstream_url: str) -> None:
+    env = {
+        "PYTHONPATH": str(ROOT),
+        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+        settings.ENV_FALLBACK_BUDGET: "0",
+    }
+    log = tmp_path / "serve.log"
+    with gateway_process(env, stdout_path=log):
+        pass
+    assert "FALLBACK_BUDGET=0, the fallback never fires" in log.read_text()

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from policy_gateway import sse
 from policy_gateway.auth import PassthroughAuth
+from policy_gateway.budget import from_settings
 from policy_gateway.flag import FallbackFlag
 from policy_gateway.pipeline import Gateway, MessagesEndpoint
 from policy_gateway.policy_source import PolicySource
@@ -180,6 +181,7 @@ def _relay(chain: str | None, chunks: list[bytes]) -> httpx2.Response:
         flag=FallbackFlag("unused", 30, reader=lambda name: "false"),
         policies=PolicySource(chain, None, 30),
         auth=PassthroughAuth(),
+        budget=from_settings(config),
     )
     endpoint = MessagesEndpoint(gateway, "messages")
 

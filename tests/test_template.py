@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fallback_breaker import handler as breaker
 from gateway_policies.loader import load_chain
-from policy_gateway import settings
+from policy_gateway import budget, settings
 
 from .conftest import sdk
 from .support.cfn import ROOT, TEMPLATE, Stack, load_template
@@ -142,6 +143,7 @@ def test_public_url_has_both_invoke_permissions() -> None:
         logical_id: resource
         for logical_id, resource in RESOURCES.items()
         if resource["Type"] == "AWS::Lambda::Permission"
+        and resource["Properties"]["FunctionName"] == {"Ref": "GatewayFunction"}
     }
     actions: dict[str, Json] = {}
     for resource in permissions.values():
@@ -164,7 +166,7 @@ def test_architecture_is_a_parameter_graviton_by_default() -> None:
     assert layer["Metadata"]["BuildArchitecture"] == {"Ref": "Architecture"}
     # The build takes the architecture from the Makefile's directory: SAM passes
     # make nothing else that names it (release/lambda.mk).
-    for logical_id in ("GatewayFunction", "PoliciesLayer"):
+    for logical_id in ("GatewayFunction", "PoliciesLayer", "BreakerFunction"):
         metadata = RESOURCES[logical_id]["Metadata"]
         assert metadata["BuildMethod"] == "makefile"
         assert metadata["ContextPath"] == {"Fn::Sub": "release/${Architecture}"}
@@ -505,7 +507,8 @@ def test_alarm_topic_and_subscription_only_with_an_email() -> None:
         "Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmEmail"}, ""]}]
     }
     assert _parameter_default("AlarmEmail") == ""
-    assert RESOURCES["AlarmTopic"]["Condition"] == "HasAlarmEmail"
+    # The topic always exists (the breaker reports there); only the e-mail is optional.
+    assert "Condition" not in RESOURCES["AlarmTopic"]
     subscription = RESOURCES["AlarmEmailSubscription"]
     assert subscription["Condition"] == "HasAlarmEmail"
     assert subscription["Properties"]["Protocol"] == "email"
@@ -543,7 +546,7 @@ def test_dashboard_charts_every_metric_with_the_emitted_dimension() -> None:
 # ------------------------------------------------------------------------ IAM
 
 
-def test_iam_is_scoped_to_the_two_parameters_and_the_two_secrets() -> None:
+def test_iam_is_scoped_to_the_two_parameters_the_two_secrets_and_the_budget_table() -> None:
     policies = _function()["Policies"]
     # Only inline statements: SAM policy templates such as SSMParameterReadPolicy
     # add ssm:DescribeParameters on "*".
@@ -560,7 +563,13 @@ def test_iam_is_scoped_to_the_two_parameters_and_the_two_secrets() -> None:
         assert "*" not in json.dumps(resources), statement
         for action in actions:
             by_service.setdefault(action, []).extend(resources)
-    assert set(by_service) == {"ssm:GetParameter", "secretsmanager:GetSecretValue"}
+    assert set(by_service) == {
+        "ssm:GetParameter",
+        "secretsmanager:GetSecretValue",
+        "dynamodb:UpdateItem",
+    }
+    # One write action on the budget table; reading it is the operator's (the CLI).
+    assert by_service["dynamodb:UpdateItem"] == [{"Fn::GetAtt": ["FallbackBudgetTable", "Arn"]}]
     stack = Stack(TEMPLATE_JSON, settings.SERVICE_NAME)
     assert sorted(stack.resolve(by_service["ssm:GetParameter"])) == sorted(
         f"arn:aws:ssm:us-east-1:123456789012:parameter{name}"
@@ -735,3 +744,169 @@ def test_cfn_lint_passes() -> None:
 def test_sam_validate_lint_passes() -> None:
     result = _run([_tool("sam"), "validate", "--lint", "--template-file", str(TEMPLATE)])
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ------------------------------------------------------ fallback abuse (issue 11)
+
+
+def _statements(props: Json) -> dict[str, list[Any]]:
+    """Action -> resources of a SAM function's inline policy statements, all Allow."""
+    by_action: dict[str, list[Any]] = {}
+    for policy in props["Policies"]:
+        assert set(policy) == {"Statement"}
+        for statement in policy["Statement"]:
+            assert statement["Effect"] == "Allow"
+            actions = statement["Action"]
+            resources = statement["Resource"]
+            for action in [actions] if isinstance(actions, str) else actions:
+                by_action.setdefault(action, []).extend(
+                    resources if isinstance(resources, list) else [resources]
+                )
+    return by_action
+
+
+def test_budget_table_is_on_demand_with_ttl_and_the_codes_key() -> None:
+    table = _resource("FallbackBudgetTable", "AWS::DynamoDB::Table")
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["TableName"] == {"Fn::Sub": "${AWS::StackName}-fallback-budget"}
+    assert table["KeySchema"] == [{"AttributeName": budget.KEY_ATTRIBUTE, "KeyType": "HASH"}]
+    assert table["AttributeDefinitions"] == [
+        {"AttributeName": budget.KEY_ATTRIBUTE, "AttributeType": "S"}
+    ]
+    assert table["TimeToLiveSpecification"] == {
+        "AttributeName": budget.TTL_ATTRIBUTE,
+        "Enabled": True,
+    }
+    env = _env()
+    assert _ref(env[settings.ENV_FALLBACK_BUDGET_TABLE]) == "FallbackBudgetTable"
+    assert _ref(env[settings.ENV_FALLBACK_BUDGET]) == "FallbackBudget"
+    assert _ref(env[settings.ENV_FALLBACK_BUDGET_WINDOW]) == "FallbackBudgetWindowSeconds"
+    assert int(_parameter_default("FallbackBudget")) == settings.DEFAULT_FALLBACK_BUDGET
+    assert PARAMETERS["FallbackBudget"]["MinValue"] == 0
+    assert (
+        int(_parameter_default("FallbackBudgetWindowSeconds"))
+        == settings.DEFAULT_FALLBACK_BUDGET_WINDOW
+    )
+
+
+def test_surge_alarm_watches_the_fallback_metric_and_invokes_the_breaker() -> None:
+    alarm = _resource("FallbackSurgeAlarm", "AWS::CloudWatch::Alarm")
+    assert alarm["AlarmName"] == {"Fn::Sub": "${AWS::StackName}-fallback-surge"}
+    assert alarm["Namespace"] == settings.METRICS_NAMESPACE
+    assert alarm["MetricName"] == settings.METRIC_FALLBACK
+    # Per-stack service identity: the dimension is the stack's name.
+    assert alarm["Dimensions"] == [{"Name": SERVICE_DIMENSION, "Value": {"Ref": "AWS::StackName"}}]
+    assert alarm["Statistic"] == "Sum"
+    assert _ref(alarm["Period"]) == "FallbackSurgePeriodSeconds"
+    assert _ref(alarm["Threshold"]) == "FallbackSurgeThreshold"
+    assert int(_parameter_default("FallbackSurgePeriodSeconds")) == 300
+    assert int(_parameter_default("FallbackSurgeThreshold")) == 50
+    assert all(
+        int(period) in (10, 30) or int(period) % 60 == 0
+        for period in PARAMETERS["FallbackSurgePeriodSeconds"]["AllowedValues"]
+    )
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarm["TreatMissingData"] == "notBreaching"
+    # A Lambda alarm action is the function's ARN.
+    assert alarm["AlarmActions"] == [{"Fn::GetAtt": ["BreakerFunction", "Arn"]}]
+
+
+def test_only_the_surge_alarm_may_invoke_the_breaker() -> None:
+    permissions = [
+        resource["Properties"]
+        for resource in RESOURCES.values()
+        if resource["Type"] == "AWS::Lambda::Permission"
+        and resource["Properties"]["FunctionName"] == {"Ref": "BreakerFunction"}
+    ]
+    assert permissions == [
+        {
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": {"Ref": "BreakerFunction"},
+            "Principal": "lambda.alarms.cloudwatch.amazonaws.com",
+            "SourceAccount": {"Ref": "AWS::AccountId"},
+            "SourceArn": {"Fn::GetAtt": ["FallbackSurgeAlarm", "Arn"]},
+        }
+    ]
+
+
+def test_breaker_function_is_least_privilege_and_reads_the_gateways_names() -> None:
+    fn = _resource("BreakerFunction", "AWS::Serverless::Function")
+    assert fn["Runtime"] == "python3.13"
+    assert fn["FunctionName"] == {"Fn::Sub": "${AWS::StackName}-fallback-breaker"}
+    module, _, attribute = fn["Handler"].rpartition(".")
+    assert module == breaker.__name__
+    assert callable(getattr(breaker, attribute))
+    code = ROOT / fn["CodeUri"]
+    assert (code / Path(*module.split("."))).with_suffix(".py").is_file()
+    assert fn["Architectures"] == [{"Ref": "Architecture"}]
+    # Built from its own lock (release/lambda.mk), which holds only what it imports.
+    assert RESOURCES["BreakerFunction"]["Metadata"]["BuildMethod"] == "makefile"
+    for arch in PARAMETERS["Architecture"]["AllowedValues"]:
+        lock = (ROOT / "locks" / f"breaker-{arch}.txt").read_text()
+        assert "\naws-lambda-powertools==" in lock
+        assert "\nboto3==" in lock
+        assert "starlette" not in lock
+        assert "pydantic" not in lock
+    assert breaker.ENV_FLAG_PARAMETER == settings.ENV_FLAG_PARAMETER
+    assert breaker.DEFAULT_FLAG_PARAMETER == settings.DEFAULT_FLAG_PARAMETER
+    # The breaker and the gateway name the same flag, under any naming of it.
+    for names in ({}, {"FlagParameterName": "/ops/gw-fallback"}):
+        stack = Stack(TEMPLATE_JSON, "gw", parameters=names)
+        resolved = stack.resources()
+        env = resolved["BreakerFunction"]["Properties"]["Environment"]["Variables"]
+        gateway_env = resolved["GatewayFunction"]["Properties"]["Environment"]["Variables"]
+        flag = gateway_env[settings.ENV_FLAG_PARAMETER]
+        assert env[breaker.ENV_FLAG_PARAMETER] == flag
+        assert env[breaker.ENV_ALERT_TOPIC_ARN] == "gw/AlarmTopic"
+        assert env[settings.ENV_SERVICE_NAME] == "gw"
+        flag_arn = f"arn:aws:ssm:us-east-1:123456789012:parameter{flag}"
+        assert _statements(resolved["BreakerFunction"]["Properties"]) == {
+            "ssm:GetParameter": [flag_arn],
+            "ssm:PutParameter": [flag_arn],
+            "sns:Publish": ["gw/AlarmTopic"],
+        }
+
+
+def insight_rule_body() -> Json:
+    rule = _resource("FallbackCallersInsightRule", "AWS::CloudWatch::InsightRule")
+    assert rule["RuleName"] == {"Fn::Sub": "${AWS::StackName}-fallback-callers"}
+    assert rule["RuleState"] == "ENABLED"
+    body = json.loads(rule["RuleBody"]["Fn::Sub"])
+    assert isinstance(body, dict)
+    return body
+
+
+def test_insight_rule_counts_callers_in_the_gateways_log_group() -> None:
+    body = insight_rule_body()
+    assert body["Schema"] == {"Name": "CloudWatchLogRule", "Version": 1}
+    assert body["LogGroupNames"] == ["${GatewayLogGroup}"]
+    assert _function()["LoggingConfig"]["LogGroup"] == {"Ref": "GatewayLogGroup"}
+    assert body["LogFormat"] == "JSON"
+    assert body["Contribution"]["Keys"] == ["$.caller"]
+    assert body["AggregateOn"] == "Count"
+    # Which lines it counts is checked against real log lines in
+    # tests/test_budget.py::test_the_insight_rule_counts_fallback_and_denied_lines.
+
+
+def test_dashboard_shows_the_top_callers_and_the_surge_alarm() -> None:
+    body = _resource("Dashboard", "AWS::CloudWatch::Dashboard")["DashboardBody"]["Fn::Sub"]
+    assert "${FallbackCallersInsightRule.RuleName}" in body
+    assert "${FallbackSurgeAlarm.Arn}" in body
+    stack = Stack(TEMPLATE_JSON, settings.SERVICE_NAME)
+    widgets = json.loads(stack.resources()["Dashboard"]["Properties"]["DashboardBody"])["widgets"]
+    (insight,) = [w for w in widgets if "insightRule" in w["properties"]]
+    assert insight["properties"]["insightRule"]["orderBy"] == "Sum"
+    assert insight["properties"]["insightRule"]["maxContributorCount"] >= 10
+
+
+def test_outputs_name_the_budget_table_and_the_budget_command() -> None:
+    assert _ref(OUTPUTS["FallbackBudgetTableName"]["Value"]) == "FallbackBudgetTable"
+    command = OUTPUTS["BudgetReadCommand"]["Value"]["Fn::Sub"]
+    assert "policy-gateway budget CALLER" in command
+    for name in (
+        settings.ENV_FALLBACK_BUDGET_TABLE,
+        settings.ENV_FALLBACK_BUDGET,
+        settings.ENV_FALLBACK_BUDGET_WINDOW,
+    ):
+        assert f"{name}=" in command
+    assert "Condition" not in OUTPUTS["AlarmTopicArn"]

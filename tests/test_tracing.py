@@ -230,12 +230,12 @@ def test_concurrent_calls_each_land_under_their_own_trace(
     # Every call falls back, so its second attempt starts after an await,
     # while the other calls' contexts are live in the same process.
     strict = Starlette(routes=[Route("/v1/messages", _slow_and_strict, methods=["POST"])])
-    with (
-        serving(strict) as upstream,
-        gateway_process(lambda_env(upstream.url, xray, tmp_path)) as (url, _),
-    ):
-        assert asyncio.run(fire(url)) == [200] * calls
-        spans = xray.spans(expect=2 * calls)
+    with serving(strict) as upstream:
+        # One caller makes every call: the budget must not be what ends them.
+        env = {**lambda_env(upstream.url, xray, tmp_path), settings.ENV_FALLBACK_BUDGET: str(calls)}
+        with gateway_process(env) as (url, _):
+            assert asyncio.run(fire(url)) == [200] * calls
+            spans = xray.spans(expect=2 * calls)
     under: dict[tuple[str, str], list[ReceivedSpan]] = {}
     for span in spans:
         under.setdefault((span.xray_trace_id, span.parent_span_id), []).append(span)

@@ -145,6 +145,9 @@ class FakeUpstream:
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self.resources = FakeResources()
+        # Checks a real API makes (a context limit, the thinking budget rule): with
+        # the script empty, a request body `rules` answers for is refused with it.
+        self.rules: Callable[[dict[str, Any]], Reply | None] | None = None
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
@@ -155,6 +158,7 @@ class FakeUpstream:
             self._script.clear()
             self.requests.clear()
             self.disconnects.clear()
+            self.rules = None
         self.resources.reset()
 
     def _next(self, recorded: Recorded) -> Reply:
@@ -178,6 +182,9 @@ class FakeUpstream:
                 headers={"request-id": "req_fake"},
             )
         body = recorded.json if recorded.body else {}
+        refusal = self.rules(body) if self.rules is not None else None
+        if refusal is not None:
+            return refusal
         text = f"echo: {last_user_text(body)}"
         if recorded.path.endswith("/count_tokens"):
             return Reply(body={"input_tokens": len(recorded.body) // 4})

@@ -9,7 +9,8 @@ on purpose.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib import import_module
 from typing import TYPE_CHECKING
@@ -47,8 +48,8 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return JSONResponse(error_body(500, "Internal gateway error."), status_code=500)
 
 
-def _build_gateway(config: Settings) -> Gateway:
-    from . import tracing
+def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
+    from . import budget, tracing
     from .auth import authenticator
     from .flag import FallbackFlag
     from .pipeline import Gateway
@@ -64,6 +65,7 @@ def _build_gateway(config: Settings) -> Gateway:
             config.policy_config, config.policy_config_parameter, config.policy_config_ttl
         ),
         auth=authenticator(config),
+        budget=budget.from_settings(config, clock),
     )
 
 
@@ -79,14 +81,15 @@ class _DeferredGateway:
     whatever is left of it, later calls find it done.
     """
 
-    def __init__(self, config: Settings) -> None:
+    def __init__(self, config: Settings, clock: Callable[[], float]) -> None:
         self._config = config
+        self._clock = clock
         self._built: asyncio.Future[Gateway] | None = None
 
     def start(self) -> asyncio.Future[Gateway]:
         if self._built is None:
             loop = asyncio.get_running_loop()
-            self._built = loop.run_in_executor(None, _build_gateway, self._config)
+            self._built = loop.run_in_executor(None, _build_gateway, self._config, self._clock)
         return self._built
 
     async def get(self) -> Gateway:
@@ -127,9 +130,10 @@ class GatewayRoute:
         await self._class(gateway, self._endpoint)(scope, receive, send)
 
 
-def create_app(config: Settings | None = None) -> Starlette:
+def create_app(config: Settings | None = None, clock: Callable[[], float] = time.time) -> Starlette:
+    """The app; `clock` (wall-clock seconds) decides the fallback budget's window."""
     config = config or Settings.from_env()
-    gateway = _DeferredGateway(config)
+    gateway = _DeferredGateway(config, clock)
 
     async def healthz(request: Request) -> Response:
         # Ready while the build runs (the first call waits for it), but never

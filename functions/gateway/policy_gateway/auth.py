@@ -50,7 +50,8 @@ class Credentials:
     headers: list[tuple[str, str]]
     secrets: tuple[bytes, ...]
     caller: str | None = None
-    """The name of the gateway key presented (gateway_key mode), for the logs."""
+    """Who called, never a secret: the gateway key's name (gateway_key mode) or a
+    digest of the client's key (passthrough), for the logs and the fallback budget."""
 
     def scrub(self, body: bytes) -> bytes:
         """Blank out any credential of this call that an upstream error body repeats."""
@@ -101,9 +102,19 @@ def _presented(raw: RawHeaders) -> list[bytes]:
     return [value for value in values if value]
 
 
+def key_caller(key: bytes) -> str:
+    """A client's key as its caller name: stable, short, and never the key itself.
+
+    64 bits of SHA-256 tell callers apart without being a way back to the key.
+    """
+    return "key:" + hashlib.sha256(key).hexdigest()[:16]
+
+
 class PassthroughAuth:
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
-        return Credentials(upstream_headers(raw), tuple(_presented(raw)))
+        presented = _presented(raw)
+        caller = key_caller(presented[0]) if presented else None
+        return Credentials(upstream_headers(raw), tuple(presented), caller)
 
 
 def _digest(value: bytes) -> bytes:

@@ -5,9 +5,11 @@
     policy-gateway policy show|set FILE
     policy-gateway init [--stack NAME] [--region R]
     policy-gateway doctor --stack NAME [--region R] [--url URL]
+    policy-gateway budget CALLER
 
 The operator commands honour the standard AWS SDK environment (region,
-profile, AWS_ENDPOINT_URL_SSM). The first-run stand-ins (an embedded SSM and
+profile, AWS_ENDPOINT_URL_SSM, AWS_ENDPOINT_URL_DYNAMODB). The first-run
+stand-ins (an embedded SSM, which also serves the fallback budget's table, and
 an upstream simulator) start only when asked for, and never replace an
 endpoint that is configured.
 """
@@ -73,6 +75,8 @@ def _start_embedded_ssm(port: int) -> str:
     os.environ.setdefault("AWS_REGION", _LOCAL_REGION)
     os.environ.setdefault("AWS_DEFAULT_REGION", os.environ["AWS_REGION"])
     os.environ["AWS_ENDPOINT_URL_SSM"] = endpoint
+    if not os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
+        _serve_budget_table(endpoint)
     config = settings.Settings.from_env()
     ssm = _ssm()
     ssm.put_parameter(**_flag_parameter(config.flag_parameter, FLAG_VALUES["off"]), Overwrite=True)
@@ -84,6 +88,31 @@ def _start_embedded_ssm(port: int) -> str:
             Overwrite=True,
         )
     return endpoint
+
+
+def _serve_budget_table(endpoint: str) -> None:
+    """Keep the fallback budget in the stand-in's DynamoDB, as a deployed gateway does."""
+    from .budget import create_table, dynamodb_client
+
+    os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
+    table = os.environ.setdefault(
+        settings.ENV_FALLBACK_BUDGET_TABLE, settings.LOCAL_FALLBACK_BUDGET_TABLE
+    )
+    create_table(dynamodb_client(), table)
+
+
+def _budget_line(config: settings.Settings) -> str:
+    if config.fallback_budget <= 0:
+        return f"fallback budget: {settings.ENV_FALLBACK_BUDGET}=0, the fallback never fires"
+    where = (
+        f"in DynamoDB table {config.fallback_budget_table}, shared by every instance"
+        if config.fallback_budget_table
+        else f"kept in this process (set {settings.ENV_FALLBACK_BUDGET_TABLE} to share it)"
+    )
+    return (
+        f"fallback budget: {config.fallback_budget} per caller per "
+        f"{config.fallback_budget_window} s, {where}"
+    )
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -107,8 +136,19 @@ def serve(args: argparse.Namespace) -> int:
                 f"AWS_ENDPOINT_URL_SSM={endpoint} AWS_REGION={os.environ['AWS_REGION']} "
                 "AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local policy-gateway flag on)"
             )
+            if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") == endpoint:
+                _say(
+                    f"embedded DynamoDB: {endpoint} (a caller's fallback budget with: "
+                    f"AWS_ENDPOINT_URL_DYNAMODB={endpoint} "
+                    f"{settings.ENV_FALLBACK_BUDGET_TABLE}="
+                    f"{os.environ[settings.ENV_FALLBACK_BUDGET_TABLE]} "
+                    f"AWS_REGION={os.environ['AWS_REGION']} "
+                    "AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local "
+                    "policy-gateway budget CALLER)"
+                )
     config = settings.Settings.from_env()
     _say(f"policy gateway on http://{args.host}:{args.port} -> {config.upstream_base_url}")
+    _say(_budget_line(config))
     uvicorn.Server(
         uvicorn.Config(
             create_app(config),
@@ -239,6 +279,28 @@ def doctor(args: argparse.Namespace) -> int:
     return run_doctor(args.stack, args.region, args.url)
 
 
+def budget(args: argparse.Namespace) -> int:
+    config = settings.Settings.from_env()
+    if not config.fallback_budget_table:
+        _say(
+            f"{settings.ENV_FALLBACK_BUDGET_TABLE} is not set: each gateway process keeps its own "
+            "fallback budget, which only it can read"
+        )
+        return 2
+    from .budget import dynamodb_client, read_usage
+
+    usage = read_usage(
+        dynamodb_client(),
+        config.fallback_budget_table,
+        args.caller,
+        config.fallback_budget,
+        config.fallback_budget_window,
+        time.time(),
+    )
+    print(json.dumps({**usage.as_dict(), "table": config.fallback_budget_table}, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="policy-gateway", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -277,6 +339,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--url", help="check /healthz here instead of the Function URL (e.g. a custom domain)"
     )
     check.set_defaults(handler=doctor)
+    spent = commands.add_parser(
+        "budget", help="print a caller's use of the fallback budget in the current window"
+    )
+    spent.add_argument(
+        "caller", help="as logged in `caller`: a key name, key:<digest> or a principal ARN"
+    )
+    spent.set_defaults(handler=budget)
     return parser
 
 

@@ -40,6 +40,14 @@ logging.getLogger("gateway_policies")
 copy_config_to_registered_loggers(source_logger=logger, include={"gateway_policies"})
 
 
+def bind_call_key(key: str, value: str) -> None:
+    """Add one key to the rest of the current call's log lines (e.g. the caller, once known).
+
+    `call_context`'s exit restores what was there before it, this key included.
+    """
+    _call_keys.set((*_call_keys.get(), (key, value)))
+
+
 @contextmanager
 def call_context(**keys: str) -> Iterator[None]:
     """Add `keys` to every log line of the current call (the current asyncio task)."""

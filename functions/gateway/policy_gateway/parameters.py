@@ -23,7 +23,7 @@ import anyio.to_thread
 T = TypeVar("T")
 
 
-def _aws_config() -> Any:
+def aws_config() -> Any:
     from botocore.config import Config
 
     # boto's defaults (60 s reads, retries) would let an AWS endpoint that
@@ -37,14 +37,14 @@ def _aws_config() -> Any:
 def _ssm() -> Any:
     from aws_lambda_powertools.utilities.parameters import SSMProvider
 
-    return SSMProvider(boto_config=_aws_config())
+    return SSMProvider(boto_config=aws_config())
 
 
 @cache
 def _secrets() -> Any:
     from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-    return SecretsProvider(boto_config=_aws_config())
+    return SecretsProvider(boto_config=aws_config())
 
 
 def read_ssm_parameter(name: str) -> str:

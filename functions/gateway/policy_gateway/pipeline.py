@@ -29,9 +29,10 @@ from starlette.types import Message, Receive, Scope, Send
 
 from . import fallback, lambda_context, metrics, offload, settings, sse, tracing
 from .auth import Authenticator, Credentials
+from .budget import FallbackBudget
 from .errors import GatewayError, error_body, error_bytes
 from .flag import FallbackFlag
-from .logs import call_context, logger
+from .logs import bind_call_key, call_context, logger
 from .policy_source import PolicySource
 from .relay import Relay, UpstreamResponse, UpstreamStatusError, UpstreamUnavailable
 
@@ -63,6 +64,7 @@ class Gateway:
     flag: FallbackFlag
     policies: PolicySource
     auth: Authenticator
+    budget: FallbackBudget
 
 
 @dataclass
@@ -144,7 +146,11 @@ class GatewayEndpoint:
         invocation: lambda_context.InvocationContext,
     ) -> None:
         credentials = await self._gateway.auth.authorize(scope["headers"])
-        call.caller = credentials.caller
+        # A principal Lambda verified (Function URL AuthType AWS_IAM) names the
+        # caller best; else the gateway key's name or the client key's digest.
+        call.caller = invocation.iam_principal or credentials.caller
+        if call.caller:
+            bind_call_key("caller", call.caller)
         original = await self._read(receive, header)
         with anyio.CancelScope() as until_disconnect:
             watcher = asyncio.get_running_loop().create_task(
@@ -274,6 +280,11 @@ class MessagesEndpoint(GatewayEndpoint):
                     fall_back = chain.modifies_requests and await fallback.should_fall_back(
                         error, attempted, chain, gateway.flag
                     )
+                    # The budget is spent only when everything else allows the
+                    # fallback, and before anything records it.
+                    if fall_back and not await gateway.budget.allows(call.caller):
+                        call.fallback = "denied"
+                        fall_back = False
                     if fall_back:
                         await fallback.record(error, attempted, chain, ctx, credentials.scrub)
                 finally:

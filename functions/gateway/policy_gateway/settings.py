@@ -33,6 +33,7 @@ METRIC_POLICY_BLOCKS = "PolicyBlocks"
 METRIC_POLICY_ERRORS = "PolicyErrors"
 METRIC_POLICY_CONFIG_ERRORS = "PolicyConfigErrors"
 METRIC_AUTH_FAILURES = "AuthFailures"
+METRIC_FALLBACK_DENIED = "FallbackDenied"
 
 # X-Ray annotation keys (indexed span attributes) on an upstream attempt's span:
 # the fallback's three on the failed attempt, the upstream's status on any that failed.
@@ -71,6 +72,9 @@ ENV_OTEL_SDK_DISABLED = "OTEL_SDK_DISABLED"
 ENV_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 ENV_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 ENV_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"
+ENV_FALLBACK_BUDGET = "FALLBACK_BUDGET"
+ENV_FALLBACK_BUDGET_WINDOW = "FALLBACK_BUDGET_WINDOW_SECONDS"
+ENV_FALLBACK_BUDGET_TABLE = "FALLBACK_BUDGET_TABLE"
 
 DEFAULT_UPSTREAM_BASE_URL = "https://api.anthropic.com"
 DEFAULT_UPSTREAM_MAX_RETRIES = 2
@@ -88,6 +92,11 @@ EMPTY_POLICY_CHAIN = '{"policies": []}'
 # Where Lambda's X-Ray endpoint listens when AWS_XRAY_DAEMON_ADDRESS is unset
 # (the X-Ray daemon's own default).
 DEFAULT_XRAY_DAEMON_ADDRESS = "127.0.0.1:2000"
+# At most this many fallbacks per caller per window; 0 means no fallback at all.
+DEFAULT_FALLBACK_BUDGET = 10
+DEFAULT_FALLBACK_BUDGET_WINDOW = 3600
+# The table `serve --embedded-ssm` creates in its local stand-in.
+LOCAL_FALLBACK_BUDGET_TABLE = "policy-gateway-fallback-budget"
 
 # `passthrough`: the client's own Anthropic credentials go upstream.
 # `gateway_key`: clients present a gateway key, the gateway holds the Anthropic key.
@@ -133,6 +142,9 @@ class Settings:
     """Read x-amzn-lambda-context / x-amzn-request-context. Only in Lambda is the
     adapter the one who sets them; elsewhere a client could pick the call id and
     the deadline."""
+    fallback_budget: int = DEFAULT_FALLBACK_BUDGET
+    fallback_budget_window: int = DEFAULT_FALLBACK_BUDGET_WINDOW
+    fallback_budget_table: str | None = None
 
     def __post_init__(self) -> None:
         # A typo here must stop the gateway at start-up: guessing a mode could
@@ -147,6 +159,15 @@ class Settings:
                     f"{ENV_GATEWAY_PUBLIC_URL} must be an http(s) URL without a query or fragment, "
                     f"got {self.public_url!r}"
                 )
+        # Likewise a budget that cannot be meant: a negative one would read as
+        # "no limit" to some and "no fallback" to others.
+        if self.fallback_budget < 0:
+            raise ValueError(f"{ENV_FALLBACK_BUDGET} must be 0 or more, got {self.fallback_budget}")
+        if self.fallback_budget_window < 1:
+            raise ValueError(
+                f"{ENV_FALLBACK_BUDGET_WINDOW} must be at least 1 (seconds), "
+                f"got {self.fallback_budget_window}"
+            )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -177,6 +198,11 @@ class Settings:
             allow_files_api=_switch(ENV_ALLOW_FILES_API, env.get(ENV_ALLOW_FILES_API)),
             public_url=(env.get(ENV_GATEWAY_PUBLIC_URL) or "").strip().rstrip("/") or None,
             trust_lambda_context=bool(env.get(ENV_LAMBDA_TASK_ROOT)),
+            fallback_budget=int(env.get(ENV_FALLBACK_BUDGET, DEFAULT_FALLBACK_BUDGET)),
+            fallback_budget_window=int(
+                env.get(ENV_FALLBACK_BUDGET_WINDOW, DEFAULT_FALLBACK_BUDGET_WINDOW)
+            ),
+            fallback_budget_table=env.get(ENV_FALLBACK_BUDGET_TABLE) or None,
         )
 
 
