@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-import anthropic
 import boto3
 import httpx2
 import pytest
@@ -26,8 +23,10 @@ from policy_gateway.app import create_app
 from policy_gateway.budget import create_table
 from policy_gateway.logs import logger
 
+from .support.clock import ManualClock
 from .support.fake_upstream import FakeUpstream
-from .support.servers import ThreadedServer, free_port, json_lines
+from .support.gateway import GatewayFactory, GatewayStdout
+from .support.servers import ThreadedServer, free_port
 from .support.traces import XRayEndpoint
 
 AWS_TEST_ENV = {
@@ -125,7 +124,10 @@ def xray() -> Iterator[XRayEndpoint]:
     endpoint.close()
 
 
-GatewayFactory = Callable[..., str]
+@pytest.fixture
+def clock() -> ManualClock:
+    """Time for the TTL caches of a gateway started with `make_gateway(clock=clock)`."""
+    return ManualClock()
 
 
 @pytest.fixture
@@ -144,47 +146,6 @@ def make_gateway(upstream_url: str) -> Iterator[GatewayFactory]:
     yield start
     for server in servers:
         server.stop()
-
-
-class GatewayStdout:
-    """What the in-thread gateway writes to stdout: EMF metric lines and JSON log lines.
-
-    Collected in memory rather than through capfd: the gateway thread keeps
-    printing after the client has its answer (metrics, the call's log line),
-    and a print into a capture that pytest is tearing down can crash the
-    interpreter; pytest also swaps sys.stdout between test phases.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        with self._lock:
-            self._parts.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def print(self, *values: object, **_: Any) -> None:
-        self.write(" ".join(map(str, values)) + "\n")
-
-    @property
-    def text(self) -> str:
-        with self._lock:
-            return "".join(self._parts)
-
-    def lines(self) -> list[dict[str, Any]]:
-        """Every line that is a JSON object."""
-        return json_lines(self.text)
-
-    def until(self, done: Callable[[str], bool], timeout: float = 3.0) -> str:
-        """The output once `done` holds (or the timeout passes)."""
-        deadline = time.monotonic() + timeout
-        while not done(self.text) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return self.text
 
 
 @pytest.fixture
@@ -216,7 +177,9 @@ def put_secret() -> PutSecret:
 
 
 @pytest.fixture
-def keyed_gateway(make_gateway: GatewayFactory, put_secret: PutSecret) -> Callable[..., str]:
+def keyed_gateway(
+    make_gateway: GatewayFactory, put_secret: PutSecret, clock: ManualClock
+) -> Callable[..., str]:
     """A gateway in gateway_key mode whose secrets hold `keys` and the upstream key."""
 
     def start(keys: object = ("gk-one", "gk-two"), upstream_secret: str | None = None) -> str:
@@ -228,11 +191,7 @@ def keyed_gateway(make_gateway: GatewayFactory, put_secret: PutSecret) -> Callab
             gateway_keys_secret=KEYS_SECRET,
             upstream_api_key_secret=UPSTREAM_SECRET,
             secrets_ttl=0.3,
+            clock=clock,
         )
 
     return start
-
-
-def sdk(url: str, **kwargs: Any) -> anthropic.Anthropic:
-    """The official SDK, pointed at a gateway; no SDK retries so call counts are exact."""
-    return anthropic.Anthropic(base_url=url, api_key="sk-ant-test-key", max_retries=0, **kwargs)

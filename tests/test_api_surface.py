@@ -14,10 +14,11 @@ import httpx2
 import pytest
 from policy_gateway import settings, surface
 
-from .conftest import GatewayFactory, sdk
 from .support.client import HEADERS, error_of, policy_chain, request_body
 from .support.fake_resources import MODELS, RAW_CONTENT, lines, succeeded
 from .support.fake_upstream import FakeUpstream, Reply, message
+from .support.gateway import GatewayFactory
+from .support.sdk import sdk
 
 # The SDK client's resources. A new one is a new part of the API: decide what the gateway
 # does with it (policies, a deliberate passthrough, or the 404 it gets today), then add it.
@@ -37,7 +38,7 @@ PASSED = {
     ("GET", "/v1/models"),
     ("GET", "/v1/models/{model_id}"),
 }
-PROBE = policy_chain(("tests.policies:RefuseAll", {}))
+PROBE = policy_chain(("tests.support.policies:RefuseAll", {}))
 _VERB = r"self\._(get|post|put|patch|delete|get_api_list)\("
 _CALL = re.compile(_VERB + r"(.*?)span_route=\"([^\"]+)\"", re.S)
 

@@ -4,7 +4,6 @@ the gateway, rotation, and what happens when Secrets Manager misbehaves."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 
 import anthropic
@@ -16,14 +15,11 @@ from policy_gateway import settings
 from policy_gateway.auth import GatewayKeyAuth, SecretFormatError, parse_gateway_keys
 from policy_gateway.errors import GatewayError
 
-from .conftest import KEYS_SECRET, UPSTREAM_KEY, UPSTREAM_SECRET, GatewayStdout, PutSecret
+from .conftest import KEYS_SECRET, UPSTREAM_KEY, UPSTREAM_SECRET, PutSecret
+from .support.clock import ManualClock, eventually
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
-
-
-def client(
-    url: str, api_key: str | None = None, auth_token: str | None = None
-) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=url, max_retries=0, api_key=api_key, auth_token=auth_token)
+from .support.gateway import GatewayStdout
+from .support.sdk import client
 
 
 def ask(sdk: anthropic.Anthropic) -> str:
@@ -85,27 +81,29 @@ def test_wrong_or_missing_key_is_401_without_an_upstream_call(
     assert upstream.requests == []
     # The call's metrics are flushed after its response is sent: wait for them.
     emitted = ""
-    for _ in range(100):
+
+    def flushed() -> bool:
+        nonlocal emitted
         emitted += capsys.readouterr().out
-        if settings.METRIC_AUTH_FAILURES in emitted:
-            break
-        time.sleep(0.01)
+        return settings.METRIC_AUTH_FAILURES in emitted
+
+    eventually(flushed)
     metrics = [json.loads(line) for line in emitted.splitlines() if '"_aws"' in line]
     assert any(line.get(settings.METRIC_AUTH_FAILURES) == [1.0] for line in metrics)
 
 
 def test_several_keys_rotate_without_downtime(
-    keyed_gateway: Callable[..., str], put_secret: PutSecret
+    keyed_gateway: Callable[..., str], put_secret: PutSecret, clock: ManualClock
 ) -> None:
     url = keyed_gateway({"keys": ["gk-old"]})
     old, new = client(url, api_key="gk-old"), client(url, api_key="gk-new")
     assert ask(old)
     put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-old", "gk-new"]}))
-    time.sleep(0.4)
+    clock.advance(0.4)
     assert ask(old)
     assert ask(new)
     put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-new"]}))
-    time.sleep(0.4)
+    clock.advance(0.4)
     assert ask(new)
     with pytest.raises(anthropic.AuthenticationError):
         ask(old)
@@ -147,13 +145,14 @@ def test_secrets_manager_throttled_keeps_the_last_good_keys() -> None:
             )
         return json.dumps(["gk-one"]) if name == KEYS_SECRET else UPSTREAM_KEY
 
-    auth = GatewayKeyAuth(KEYS_SECRET, UPSTREAM_SECRET, ttl=0.01, reader=reader)
+    clock = ManualClock()
+    auth = GatewayKeyAuth(KEYS_SECRET, UPSTREAM_SECRET, ttl=0.01, reader=reader, clock=clock)
 
     async def calls() -> None:
         for _ in range(3):
             credentials = await auth.authorize([(b"x-api-key", b"gk-one")])
             assert ("x-api-key", UPSTREAM_KEY) in credentials.headers
-            await anyio.sleep(0.02)
+            clock.advance(0.02)
         with pytest.raises(GatewayError) as caught:
             await auth.authorize([(b"x-api-key", b"gk-two")])
         assert caught.value.status == 401

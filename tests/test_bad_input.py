@@ -14,9 +14,9 @@ import httpx2
 import pytest
 from policy_gateway import settings
 
-from .conftest import GatewayFactory
 from .support.client import HEADERS, error_of, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message
+from .support.gateway import GatewayFactory
 
 CHAIN = json.dumps(
     {

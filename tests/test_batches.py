@@ -16,13 +16,14 @@ from policy_gateway import lambda_context, settings
 from policy_gateway.batches import public_base, rewrite_results_urls
 from policy_gateway.errors import GatewayError
 
-from .conftest import UPSTREAM_KEY, GatewayFactory, sdk
-from .faulty_policies import INTERNALS
+from .conftest import UPSTREAM_KEY
 from .support.client import HEADERS, error_of, policy_chain
 from .support.fake_resources import errored, succeeded
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
+from .support.faulty_policies import INTERNALS
+from .support.gateway import GatewayFactory
+from .support.sdk import client, sdk
 from .support.servers import gateway_process
-from .test_auth import client
 
 SECRET = "sk-ant-api03-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"
 PER_ENTRY = policy_chain(
@@ -32,7 +33,7 @@ PER_ENTRY = policy_chain(
     ("strip_tools", {"names": ["bash"]}),
 )
 BLOCK_BASH = policy_chain(("block_tool_calls", {"rules": [{"tool": "^bash$"}]}))
-REFUSE_FORBIDDEN = policy_chain(("tests.policies:RefuseWord", {"word": "forbidden"}))
+REFUSE_FORBIDDEN = policy_chain(("tests.support.policies:RefuseWord", {"word": "forbidden"}))
 TOOLS = [
     {"name": "bash", "input_schema": {"type": "object"}},
     {"name": "search", "input_schema": {"type": "object"}},
@@ -125,8 +126,8 @@ def test_a_refused_entry_refuses_the_batch_and_is_named(
 @pytest.mark.parametrize(
     ("policy", "named"),
     [
-        ("tests.faulty_policies:ExplodeOnRequest", "ExplodeOnRequest"),
-        ("tests.policies:FlipStream", "<chain>"),
+        ("tests.support.faulty_policies:ExplodeOnRequest", "ExplodeOnRequest"),
+        ("tests.support.policies:FlipStream", "<chain>"),
     ],
     ids=["raises", "changes-stream"],
 )

@@ -38,8 +38,10 @@ from policy_gateway.budget import (
 from policy_gateway.lambda_context import from_headers
 from starlette.types import Receive, Scope, Send
 
-from .conftest import GatewayFactory, GatewayStdout
+from .support.cli import cli, status_of
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.gateway import GatewayFactory, GatewayStdout
+from .support.sdk import REPLACE, USER
 from .support.servers import (
     ROOT,
     ThreadedServer,
@@ -48,8 +50,6 @@ from .support.servers import (
     json_lines,
     serving,
 )
-from .test_cli import cli, status_of
-from .test_fallback import REPLACE, USER
 
 WINDOW = 3600
 CALLER_A = "sk-ant-caller-a-0123456789"

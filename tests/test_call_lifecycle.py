@@ -8,9 +8,10 @@ import time
 import httpx2
 import pytest
 
-from .conftest import GatewayFactory
 from .support.client import policy_chain, request_body
+from .support.clock import eventually
 from .support.fake_upstream import FakeUpstream, Reply, message, text_events
+from .support.gateway import GatewayFactory
 
 
 def chain(policy: str, **options: object) -> str:
@@ -25,16 +26,17 @@ def test_client_giving_up_on_a_json_call_stops_the_upstream_wait(
     with pytest.raises(httpx2.ReadTimeout):
         httpx2.post(f"{url}/v1/messages", json=request_body(), timeout=0.5)
     gave_up = time.monotonic()
-    while not upstream.disconnects and time.monotonic() - gave_up < 3:
-        time.sleep(0.01)
-    assert upstream.disconnects, "the gateway kept waiting for an answer nobody reads"
+    # Else the gateway kept waiting for an answer nobody reads.
+    eventually(lambda: upstream.disconnects, timeout=3, interval=0.01)
     assert upstream.disconnects[0] - gave_up < 1.0
 
 
 def test_stream_policy_refusing_before_anything_was_sent_keeps_its_status(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
-    url = make_gateway(policy_config=chain("tests.policies:BlockStreamAt", event="message_start"))
+    url = make_gateway(
+        policy_config=chain("tests.support.policies:BlockStreamAt", event="message_start")
+    )
     response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=True))
     assert response.status_code == 403
     assert response.json()["error"] == {
@@ -48,7 +50,7 @@ def test_stream_policy_refusing_mid_stream_sends_what_passed_then_its_error(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
     url = make_gateway(
-        policy_config=chain("tests.policies:BlockStreamAt", event="content_block_delta")
+        policy_config=chain("tests.support.policies:BlockStreamAt", event="content_block_delta")
     )
     upstream.script(Reply(events=text_events(["a", "b"])))
     response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=True))
@@ -80,7 +82,7 @@ def test_stream_without_any_event_is_a_502_not_an_empty_200(
 def test_a_policy_may_not_change_the_stream_flag(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
-    url = make_gateway(policy_config=chain("tests.policies:FlipStream"))
+    url = make_gateway(policy_config=chain("tests.support.policies:FlipStream"))
     for stream in (False, True):
         response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=stream))
         assert response.status_code == 500
@@ -157,12 +159,8 @@ def test_without_gateway_retries_the_sdk_may_still_retry(
 
 def test_healthz_fails_when_the_gateway_could_not_be_built(make_gateway: GatewayFactory) -> None:
     url = make_gateway(upstream_base_url="api.anthropic.com")
-    deadline = time.monotonic() + 5
-    status = 200
-    while status == 200 and time.monotonic() < deadline:
-        status = httpx2.get(f"{url}/healthz").status_code
-        time.sleep(0.05)
-    assert status == 503
+    # The build fails in the background while the server comes up.
+    eventually(lambda: httpx2.get(f"{url}/healthz").status_code == 503, interval=0.05)
     response = httpx2.post(f"{url}/v1/messages", json=request_body())
     assert response.status_code == 500
     assert response.json()["error"]["type"] == "api_error"

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,28 +13,11 @@ import pytest
 from policy_gateway import settings
 from policy_gateway.auth import key_caller
 
-from .conftest import sdk
+from .support.cli import cli, status_of
+from .support.clock import eventually
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import ROOT, free_port, gateway_process
-from .test_fallback import REPLACE, ask
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "policy_gateway", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
-
-
-def status_of(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert result.returncode == 0, result.stderr
-    loaded = json.loads(result.stdout)
-    assert isinstance(loaded, dict)
-    return loaded
 
 
 def test_flag_on_off_status(ssm: Any) -> None:
@@ -78,12 +58,21 @@ def test_running_gateway_sees_the_cli_toggle_within_the_ttl(
         client = sdk(url)
         upstream.script(Reply.error(400, "invalid_request_error"))
         with pytest.raises(anthropic.BadRequestError):
-            ask(client)
+            ask_text(client)
         status_of(cli("flag", "on", env={settings.ENV_FLAG_TTL: "1"}))
-        time.sleep(1.2)
-        upstream.script(Reply.error(400, "invalid_request_error"))
-        assert ask(client).startswith("echo:")
-    assert len(upstream.requests) == 3
+        # A child process: no clock to advance, so ask until the flag's TTL has passed.
+
+        def fell_back() -> bool:
+            upstream.script(Reply.error(400, "invalid_request_error"))
+            try:
+                return ask_text(client).startswith("echo:")
+            except anthropic.BadRequestError:
+                return False
+
+        eventually(fell_back, timeout=5, interval=0.1)
+    policy_changed, original = (str(r.json["messages"]) for r in upstream.requests[-2:])
+    assert "[codename]" in policy_changed
+    assert "secret-project" in original
 
 
 def test_policy_set_validates_then_writes_and_show_reads(tmp_path: Path, ssm: Any) -> None:
@@ -137,7 +126,7 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
             )
             assert "hello" in reply.content[0].text  # type: ignore[union-attr]
             with pytest.raises(anthropic.BadRequestError):
-                ask(client, text="TICKET-REF-0042")
+                ask_text(client, text="TICKET-REF-0042")
             local_ssm = {
                 "AWS_ENDPOINT_URL_SSM": f"http://127.0.0.1:{ssm_port}",
                 "AWS_REGION": "us-east-1",
@@ -145,7 +134,7 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
                 "AWS_SECRET_ACCESS_KEY": "local",
             }
             assert status_of(cli("flag", "on", env=local_ssm))["fallback_enabled"] is True
-            assert "TICKET-REF-0042" in ask(client, text="TICKET-REF-0042")
+            assert "TICKET-REF-0042" in ask_text(client, text="TICKET-REF-0042")
             # The stand-in serves the fallback budget's table too: the fallback was counted.
             local_budget = {
                 **local_ssm,
@@ -179,7 +168,7 @@ def test_configured_endpoints_are_never_replaced_by_stand_ins(
     serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
     log = tmp_path / "serve.log"
     with gateway_process(env, stdout_path=log, serve_args=serve_args) as (url, _):
-        assert ask(sdk(url)).startswith("echo:")
+        assert ask_text(sdk(url)).startswith("echo:")
     assert len(upstream.requests) == 1
     printed = log.read_text()
     assert "not starting the upstream simulator" in printed

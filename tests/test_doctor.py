@@ -26,9 +26,9 @@ from policy_gateway import settings
 from policy_gateway.doctor import mismatched_alarms
 
 from .support.cfn import ROOT, Stack, load_template
+from .support.cli import cli
+from .support.sdk import REPLACE
 from .support.servers import free_port, gateway_process
-from .test_cli import cli
-from .test_fallback import REPLACE
 
 STACK = "gw-doctor"
 CHECKS = [

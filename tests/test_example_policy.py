@@ -11,9 +11,9 @@ import pytest
 from gateway_policies import PolicyConfigError, load_chain
 from gateway_policies.testing import run_request
 
-from .conftest import GatewayFactory, sdk
 from .support.fake_upstream import FakeUpstream
-from .test_policies_gateway import ask, both
+from .support.gateway import GatewayFactory
+from .support.sdk import ask, both, sdk
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "policies" / "ticket_tagger.py"

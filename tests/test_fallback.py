@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,19 +10,12 @@ import anthropic
 import httpx2
 import pytest
 
-from .conftest import GatewayFactory, sdk
+from .support.client import policy_chain
+from .support.clock import ManualClock
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message, text_events
+from .support.gateway import GatewayFactory
+from .support.sdk import REPLACE, USER, ask_text, sdk
 
-REPLACE = json.dumps(
-    {
-        "policies": [
-            {
-                "policy": "string_replace",
-                "options": {"replacements": [["secret-project", "[codename]"]]},
-            }
-        ]
-    }
-)
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -35,22 +27,6 @@ ERROR_TYPES = {
     500: "api_error",
     529: "overloaded_error",
 }
-USER = "tell me about secret-project"
-
-
-def ask(client: anthropic.Anthropic, stream: bool = False, text: str = USER) -> str:
-    params: dict[str, Any] = {
-        "model": MODEL,
-        "max_tokens": 64,
-        "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
-        "system": "be brief",
-        "metadata": {"user_id": "u-1"},
-    }
-    if stream:
-        with client.messages.stream(**params) as events:
-            return events.get_final_text()
-    reply = client.messages.create(**params)
-    return "".join(block.text for block in reply.content if block.type == "text")
 
 
 def sent_text(recorded: Any) -> str:
@@ -63,7 +39,7 @@ def test_flag_off_propagates_the_policy_caused_error(
     url = make_gateway(policy_config=REPLACE)
     upstream.script(Reply.error(400, "invalid_request_error", "bad codename"))
     with pytest.raises(anthropic.BadRequestError) as caught:
-        ask(sdk(url))
+        ask_text(sdk(url))
     assert caught.value.status_code == 400
     assert caught.value.body["error"]["message"] == "bad codename"  # type: ignore[index]
     assert len(upstream.requests) == 1
@@ -82,7 +58,7 @@ def test_flag_on_falls_back_to_the_original(
     set_flag("true")
     url = make_gateway(policy_config=REPLACE)
     upstream.script(Reply.error(status, ERROR_TYPES[status]))
-    text = ask(sdk(url), stream=stream)
+    text = ask_text(sdk(url), stream=stream)
     assert text.startswith("echo:")
     assert len(upstream.requests) == 2
     first, second = upstream.requests
@@ -105,7 +81,7 @@ def test_unmodified_request_never_falls_back(
     url = make_gateway(policy_config=REPLACE)
     upstream.script(Reply.error(400, "invalid_request_error"))
     with pytest.raises(anthropic.BadRequestError):
-        ask(sdk(url), text="nothing to replace here")
+        ask_text(sdk(url), text="nothing to replace here")
     assert len(upstream.requests) == 1
 
 
@@ -120,7 +96,7 @@ def test_credential_throttle_and_server_errors_never_fall_back(
     url = make_gateway(policy_config=REPLACE)
     upstream.script(Reply.error(status, ERROR_TYPES[status]))
     with pytest.raises(anthropic.APIStatusError) as caught:
-        ask(sdk(url))
+        ask_text(sdk(url))
     assert caught.value.status_code == status
     assert caught.value.body["error"]["type"] == ERROR_TYPES[status]  # type: ignore[index]
     assert [sent_text(r) for r in upstream.requests] == ["tell me about [codename]"]
@@ -141,7 +117,7 @@ def test_the_retry_failing_propagates_its_own_error(
         Reply.error(400, "invalid_request_error", "a third call must never happen"),
     )
     with pytest.raises(anthropic.NotFoundError) as caught:
-        ask(sdk(url), stream=stream)
+        ask_text(sdk(url), stream=stream)
     assert caught.value.body["error"]["message"] == "original is bad too"  # type: ignore[index]
     assert len(upstream.requests) == 2
 
@@ -191,11 +167,9 @@ def test_in_place_nested_mutation_leaves_the_original_pristine(
     make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
 ) -> None:
     set_flag("true")
-    url = make_gateway(
-        policy_config=json.dumps({"policies": [{"policy": "tests.policies:MutateNested"}]})
-    )
+    url = make_gateway(policy_config=policy_chain(("tests.support.policies:MutateNested", {})))
     upstream.script(Reply.error(400, "invalid_request_error"))
-    ask(sdk(url))
+    ask_text(sdk(url))
     first, second = upstream.requests
     assert sent_text(first) == USER + " [mutated]"
     assert first.json["metadata"] == {"user_id": "mutated"}
@@ -224,8 +198,8 @@ def test_response_policy_applies_to_the_fallback_response(
         Reply.error(422, "invalid_request_error"),
         Reply(events=text_events(["the ", "secret-project", " is fine"])),
     )
-    assert ask(sdk(url)) == "the [codename] is fine"
-    assert ask(sdk(url), stream=True) == "the [codename] is fine"
+    assert ask_text(sdk(url)) == "the [codename] is fine"
+    assert ask_text(sdk(url), stream=True) == "the [codename] is fine"
     assert len(upstream.requests) == 4
 
 
@@ -234,30 +208,35 @@ def test_non_bypassable_policy_blocks_the_fallback(
 ) -> None:
     set_flag("true")
     url = make_gateway(
-        policy_config=json.dumps({"policies": [{"policy": "tests.policies:GuardedRewrite"}]})
+        policy_config=json.dumps(
+            {"policies": [{"policy": "tests.support.policies:GuardedRewrite"}]}
+        )
     )
     upstream.script(Reply.error(404, "not_found_error", "model: claude-guarded"))
     with pytest.raises(anthropic.NotFoundError):
-        ask(sdk(url))
+        ask_text(sdk(url))
     assert [r.json["model"] for r in upstream.requests] == ["claude-guarded"]
 
 
 def test_flag_flip_is_seen_within_the_ttl_without_restart(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    clock: ManualClock,
 ) -> None:
     set_flag("false")
-    url = make_gateway(policy_config=REPLACE, flag_ttl=1.0)
+    url = make_gateway(policy_config=REPLACE, flag_ttl=1.0, clock=clock)
     client = sdk(url)
     upstream.script(Reply.error(400, "invalid_request_error"))
     with pytest.raises(anthropic.BadRequestError):
-        ask(client)
+        ask_text(client)
     set_flag("TRUE")
     upstream.script(Reply.error(400, "invalid_request_error"))
     with pytest.raises(anthropic.BadRequestError):
-        ask(client)  # still cached as off
-    time.sleep(1.1)
+        ask_text(client)  # still cached as off
+    clock.advance(1.1)
     upstream.script(Reply.error(400, "invalid_request_error"))
-    assert ask(client).startswith("echo:")
+    assert ask_text(client).startswith("echo:")
     assert len(upstream.requests) == 4
 
 
@@ -271,10 +250,10 @@ def test_missing_or_invalid_flag_means_off(
     if value is not None:
         set_flag(value)
     url = make_gateway(policy_config=REPLACE)
-    assert ask(sdk(url)).startswith("echo:")
+    assert ask_text(sdk(url)).startswith("echo:")
     upstream.script(Reply.error(400, "invalid_request_error"))
     with pytest.raises(anthropic.BadRequestError):
-        ask(sdk(url))
+        ask_text(sdk(url))
     assert len(upstream.requests) == 2
 
 
@@ -284,7 +263,7 @@ def test_streaming_connect_time_error_keeps_its_http_status(
     url = make_gateway(policy_config=REPLACE)
     upstream.script(Reply.error(400, "invalid_request_error", "stream refused"))
     with pytest.raises(anthropic.BadRequestError) as caught:
-        ask(sdk(url), stream=True)
+        ask_text(sdk(url), stream=True)
     assert caught.value.status_code == 400
     assert caught.value.response.headers["content-type"].startswith("application/json")
     assert caught.value.response.headers["request-id"] == "req_fake_error"

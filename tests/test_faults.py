@@ -14,10 +14,11 @@ import httpx2
 import pytest
 from moto.server import ThreadedMotoServer
 
-from .conftest import GatewayFactory
-from .faulty_policies import INTERNALS
 from .support.client import HEADERS, error_of, policy_chain, request_body, sse_frames
+from .support.clock import eventually
 from .support.fake_upstream import FakeUpstream, Reply, text_events
+from .support.faulty_policies import INTERNALS
+from .support.gateway import GatewayFactory
 from .support.servers import free_port, gateway_process
 
 FAST_RETRY = {"retry-after-ms": "20"}
@@ -174,7 +175,7 @@ def test_retry_after_is_honoured(make_gateway: GatewayFactory, upstream: FakeUps
 
 
 def chain(name: str) -> str:
-    return policy_chain((f"tests.faulty_policies:{name}", {}))
+    return policy_chain((f"tests.support.faulty_policies:{name}", {}))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -234,9 +235,8 @@ def test_client_disconnect_stops_reading_upstream_at_once(
             if seen == 2:
                 break
     closed = time.monotonic()
-    while not upstream.disconnects and time.monotonic() - closed < 5:
-        time.sleep(0.01)
-    assert upstream.disconnects, "the gateway kept reading the upstream stream"
+    # Else the gateway kept reading the upstream stream.
+    eventually(lambda: upstream.disconnects, interval=0.01)
     assert upstream.disconnects[0] - closed < 1.0
 
 
@@ -329,10 +329,17 @@ def test_aws_outage_keeps_the_last_good_values_and_recovery_is_seen(
         return post(url, request_body("alpha"), **{"x-api-key": key})
 
     try:
-        with gateway_process(env, stdout_path=tmp_path / "gateway.log") as (url, _):
+        log = tmp_path / "gateway.log"
+        with gateway_process(env, stdout_path=log) as (url, _):
             assert call("gk-before").status_code == 200
             aws.stop()
-            time.sleep(0.5)
+            # Wait until a refresh has failed (past the TTL), then check what serves.
+            eventually(
+                lambda: (
+                    call("gk-before").status_code == 200
+                    and "keeping the last good" in log.read_text()
+                )
+            )
             # Keys, the upstream key and the policy chain: the last good values serve.
             upstream.reset()
             assert call("gk-before").status_code == 200
@@ -346,12 +353,16 @@ def test_aws_outage_keeps_the_last_good_values_and_recovery_is_seen(
             aws = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
             aws.start()
             _seed_aws(endpoint, ["gk-after"], "[v2]")
-            time.sleep(0.5)
+            eventually(
+                lambda: (
+                    call("gk-after").status_code == 200
+                    and upstream.requests[-1].json["messages"][0]["content"] == "[v2]"
+                )
+            )
             upstream.reset()
             assert call("gk-before").status_code == 401
             assert call("gk-after").status_code == 200
             assert upstream.requests[0].json["messages"][0]["content"] == "[v2]"
-        log = (tmp_path / "gateway.log").read_text()
-        assert "keeping the last good" in log
+        assert "keeping the last good" in log.read_text()
     finally:
         aws.stop()

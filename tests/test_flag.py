@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from policy_gateway.flag import FallbackFlag, parse_flag
 
+from .support.clock import ManualClock
+
 
 @pytest.mark.parametrize(
     ("raw", "parsed"),
@@ -54,15 +56,18 @@ def test_reads_run_off_the_event_loop_thread() -> None:
 
 def test_value_is_cached_for_the_ttl_and_a_change_is_seen_right_after() -> None:
     reader = Reader("false", "true")
-    flag = FallbackFlag("/p", ttl=0.3, reader=reader)
+    clock = ManualClock()
+    flag = FallbackFlag("/p", ttl=0.3, reader=reader, clock=clock)
 
     async def run() -> list[bool]:
         seen = [await flag.enabled() for _ in range(5)]
-        await asyncio.sleep(0.35)
+        clock.advance(0.29)
+        seen.append(await flag.enabled())
+        clock.advance(0.01)
         seen.append(await flag.enabled())
         return seen
 
-    assert asyncio.run(run()) == [False] * 5 + [True]
+    assert asyncio.run(run()) == [False] * 6 + [True]
     assert len(reader.threads) == 2
 
 
@@ -70,11 +75,12 @@ def test_errors_mean_off_with_one_warning_and_one_read_per_ttl(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     reader = Reader(RuntimeError("SSM is down"))
-    flag = FallbackFlag("/p", ttl=0.3, reader=reader)
+    clock = ManualClock()
+    flag = FallbackFlag("/p", ttl=0.3, reader=reader, clock=clock)
 
     async def run() -> list[bool]:
         seen = [await flag.enabled() for _ in range(10)]
-        await asyncio.sleep(0.35)
+        clock.advance(0.35)
         seen.append(await flag.enabled())
         return seen
 

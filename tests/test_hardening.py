@@ -23,9 +23,9 @@ from policy_gateway import settings
 from policy_gateway.auth import Credentials
 from policy_gateway.relay import _retry_delay
 
-from .conftest import GatewayFactory, GatewayStdout
 from .support.client import HEADERS, error_of, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message
+from .support.gateway import GatewayFactory, GatewayStdout
 from .support.servers import gateway_process
 
 

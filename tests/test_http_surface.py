@@ -9,9 +9,9 @@ import anthropic
 import httpx2
 import pytest
 
-from .conftest import GatewayFactory, sdk
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, text_events
-from .test_fallback import REPLACE
+from .support.gateway import GatewayFactory
+from .support.sdk import REPLACE, sdk
 
 
 def assert_anthropic_error(response: httpx2.Response, status: int, error_type: str) -> None:

@@ -21,6 +21,8 @@ import pytest
 from .support.client import HEADERS, request_body, sse_frames
 from .support.servers import gateway_process
 
+pytestmark = pytest.mark.load
+
 CLIENTS = 200
 SOAK_REQUESTS = 10_000
 SOAK_WARM_UP = 500

@@ -8,7 +8,6 @@ test_tracing.py.
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,14 +16,19 @@ import anthropic
 import pytest
 from policy_gateway import settings
 
-from .conftest import sdk
+from .support.clock import eventually
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
+from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import ROOT, gateway_process, json_lines
-from .test_fallback import REPLACE, ask
 
 
 def printed_json(path: Path) -> list[dict[str, Any]]:
     return json_lines(path.read_text())
+
+
+def requests_counted(stdout: Path) -> int:
+    emf = [line for line in printed_json(stdout) if "_aws" in line]
+    return sum(len(line.get(settings.METRIC_REQUESTS, [])) for line in emf)
 
 
 def base_env(upstream_url: str) -> dict[str, str]:
@@ -48,8 +52,9 @@ def test_fallback_emits_emf_metric_with_service_dimension_and_a_warning(
             Reply.error(400, "invalid_request_error", "codename rejected"),
             Reply(body=message("echo: after a slow retry"), delay=0.5),
         )
-        assert ask(sdk(url)).startswith("echo:")
-        time.sleep(0.3)
+        assert ask_text(sdk(url)).startswith("echo:")
+        # The call's metrics and log line are printed after its answer is sent.
+        eventually(lambda: any(settings.METRIC_REQUESTS in line for line in printed_json(stdout)))
     printed = printed_json(stdout)
     emf = [line for line in printed if settings.METRIC_FALLBACK in line]
     assert len(emf) == 1
@@ -86,10 +91,10 @@ def test_ssm_outage_means_flag_off_and_requests_still_succeed(
     stdout = tmp_path / "gateway.out"
     with gateway_process(env, stdout_path=stdout) as (url, _):
         client = sdk(url)
-        assert ask(client).startswith("echo:")
+        assert ask_text(client).startswith("echo:")
         upstream.script(Reply.error(400, "invalid_request_error"))
         with pytest.raises(anthropic.BadRequestError):
-            ask(client)
+            ask_text(client)
         assert len(upstream.requests) == 2
     warnings = [line for line in printed_json(stdout) if line.get("level") == "WARNING"]
     assert any("fallback flag unreadable" in w["message"] for w in warnings)
@@ -101,10 +106,10 @@ def test_every_call_flushes_request_metrics(
     stdout = tmp_path / "gateway.out"
     with gateway_process(base_env(upstream_url), stdout_path=stdout) as (url, _):
         client = sdk(url)
-        ask(client)
-        ask(client, stream=True)
+        ask_text(client)
+        ask_text(client, stream=True)
         client.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": "hi"}])
-        time.sleep(0.3)
+        eventually(lambda: requests_counted(stdout) == 3)
     emf = [line for line in printed_json(stdout) if "_aws" in line]
     assert sum(len(line.get(settings.METRIC_REQUESTS, [])) for line in emf) == 3
     assert any(settings.METRIC_TIME_TO_FIRST_EVENT in line for line in emf)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,10 +10,11 @@ import anthropic
 import pytest
 from policy_gateway import settings
 
-from .conftest import GatewayFactory, GatewayStdout, sdk
 from .support.client import policy_chain
+from .support.clock import ManualClock
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
-from .test_policies_gateway import ask, both
+from .support.gateway import GatewayFactory, GatewayStdout
+from .support.sdk import ask, both, sdk
 
 PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 TTL = 0.5
@@ -51,19 +51,23 @@ def config_errors(stdout: GatewayStdout) -> int:
     return count()
 
 
-def live_gateway(make_gateway: GatewayFactory) -> str:
-    return make_gateway(policy_config_parameter=PARAMETER, policy_config_ttl=TTL)
+def live_gateway(make_gateway: GatewayFactory, clock: ManualClock | None = None) -> str:
+    extra = {} if clock is None else {"clock": clock}
+    return make_gateway(policy_config_parameter=PARAMETER, policy_config_ttl=TTL, **extra)
 
 
 def test_a_changed_parameter_applies_within_the_ttl(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, put_config: Callable[[str], None]
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    put_config: Callable[[str], None],
+    clock: ManualClock,
 ) -> None:
     put_config(rewrite_to("claude-a"))
-    client = sdk(live_gateway(make_gateway))
+    client = sdk(live_gateway(make_gateway, clock))
     ask(client, False)
     assert sent_model(upstream) == "claude-a"
     put_config(rewrite_to("claude-b"))
-    time.sleep(TTL + 0.1)
+    clock.advance(TTL + 0.1)
     ask(client, True)
     assert sent_model(upstream) == "claude-b"
 
@@ -83,12 +87,13 @@ def test_a_broken_config_keeps_the_last_good_chain_and_is_counted(
     put_config: Callable[[str], None],
     gateway_stdout: GatewayStdout,
     broken: str,
+    clock: ManualClock,
 ) -> None:
     put_config(rewrite_to("claude-good"))
-    client = sdk(live_gateway(make_gateway))
+    client = sdk(live_gateway(make_gateway, clock))
     ask(client, False)
     put_config(broken)
-    time.sleep(TTL + 0.1)
+    clock.advance(TTL + 0.1)
     ask(client, False)
     ask(client, True)
     assert [r.json["model"] for r in upstream.requests] == ["claude-good"] * 3
@@ -98,7 +103,7 @@ def test_a_broken_config_keeps_the_last_good_chain_and_is_counted(
         for line in gateway_stdout.lines()
     )
     put_config(rewrite_to("claude-fixed"))
-    time.sleep(TTL + 0.1)
+    clock.advance(TTL + 0.1)
     ask(client, False)
     assert sent_model(upstream) == "claude-fixed"
 

@@ -17,9 +17,9 @@ import boto3
 import httpx2
 import pytest
 
-from .conftest import GatewayFactory
 from .support.client import HEADERS, request_body
 from .support.fake_upstream import FakeUpstream, Reply
+from .support.gateway import GatewayFactory
 from .support.servers import gateway_process
 from .support.traces import XRayEndpoint
 
@@ -33,7 +33,7 @@ CHAIN = {
         {"policy": "string_replace", "options": {"replacements": [["PLANTED", "[p]"]]}},
     ]
 }
-FAILING_CHAIN = {"policies": [{"policy": "tests.faulty_policies:ExplodeOnRequest"}]}
+FAILING_CHAIN = {"policies": [{"policy": "tests.support.faulty_policies:ExplodeOnRequest"}]}
 TRACE = {
     "x-amzn-trace-id": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 }

@@ -24,11 +24,10 @@ from fallback_breaker import handler as breaker
 from gateway_policies.loader import load_chain
 from policy_gateway import budget, settings
 
-from .conftest import sdk
 from .support.cfn import ROOT, TEMPLATE, Stack, load_template
 from .support.fake_upstream import FakeUpstream, Reply
+from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import gateway_process, json_lines
-from .test_fallback import REPLACE, ask
 
 EVENTS = ROOT / "events"
 BIN = Path(sys.executable).parent
@@ -473,7 +472,7 @@ def test_the_emitted_dimension_is_what_that_stacks_alarm_watches(
     stdout = tmp_path / "gateway.out"
     with gateway_process(env, stdout_path=stdout) as (url, _):
         upstream.script(Reply.error(400, "invalid_request_error"))
-        assert ask(sdk(url)).startswith("echo:")
+        assert ask_text(sdk(url)).startswith("echo:")
         time.sleep(0.3)
     (emf,) = [line for line in json_lines(stdout.read_text()) if settings.METRIC_FALLBACK in line]
     directive = emf["_aws"]["CloudWatchMetrics"][0]
@@ -736,11 +735,13 @@ def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.cfn_lint
 def test_cfn_lint_passes() -> None:
     result = _run([_tool("cfn-lint"), str(TEMPLATE)])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.cfn_lint
 def test_sam_validate_lint_passes() -> None:
     result = _run([_tool("sam"), "validate", "--lint", "--template-file", str(TEMPLATE)])
     assert result.returncode == 0, result.stdout + result.stderr

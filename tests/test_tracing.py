@@ -24,9 +24,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .conftest import sdk
 from .support.client import HEADERS, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message, text_events
+from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import ROOT, ThreadedServer, gateway_process, serving
 from .support.traces import (
     SPAN_KIND_INTERNAL,
@@ -37,7 +37,6 @@ from .support.traces import (
     ReceivedSpan,
     XRayEndpoint,
 )
-from .test_fallback import REPLACE, ask
 
 
 def xray_header(sampled: str = "1") -> tuple[str, str, str]:
@@ -95,7 +94,7 @@ def test_fallback_makes_two_attempt_spans_under_the_function_with_typed_annotati
     header, root, parent = xray_header()
     with gateway_process(lambda_env(upstream_url, xray, tmp_path)) as (url, _):
         upstream.script(Reply.error(404, "not_found_error"))
-        assert ask(sdk(url, default_headers={"x-amzn-trace-id": header})).startswith("echo:")
+        assert ask_text(sdk(url, default_headers={"x-amzn-trace-id": header})).startswith("echo:")
         spans = xray.spans(expect=2)
     assert [span.name for span in spans] == [
         "upstream policy attempt 1",
@@ -283,8 +282,8 @@ def test_otlp_endpoint_receives_a_call_span_with_the_attempts_under_it(
     with gateway_process(env, stdout_path=stdout) as (url, _):
         upstream.script(Reply.error(400, "invalid_request_error"))
         client = sdk(url, default_headers={"traceparent": f"00-{caller_trace}-{caller_span}-01"})
-        assert ask(client).startswith("echo:")
-        assert ask(sdk(url)).startswith("echo:")
+        assert ask_text(client).startswith("echo:")
+        assert ask_text(sdk(url)).startswith("echo:")
         spans = receiver.spans(expect=5)
     assert b'"tracing on"' in stdout.read_bytes()
     assert len(spans) == 5
@@ -338,8 +337,10 @@ def test_without_an_otlp_endpoint_nothing_is_sent(
     trace_header, _, _ = xray_header()
     with gateway_process(env, stdout_path=stdout) as (url, process):
         headers = {"traceparent": f"00-{uuid.uuid4().hex}-{uuid.uuid4().hex[:16]}-01"}
-        assert ask(sdk(url, default_headers=headers)).startswith("echo:")
-        assert ask(sdk(url, default_headers={"x-amzn-trace-id": trace_header})).startswith("echo")
+        assert ask_text(sdk(url, default_headers=headers)).startswith("echo:")
+        assert ask_text(sdk(url, default_headers={"x-amzn-trace-id": trace_header})).startswith(
+            "echo"
+        )
         # A batch exporter would flush at exit: stop the gateway before looking.
         process.terminate()
         process.wait(timeout=10)
@@ -396,7 +397,7 @@ def test_bad_daemon_address_turns_tracing_off_not_the_gateway(
     header, _, _ = xray_header()
     stdout = tmp_path / "gateway.out"
     with gateway_process(env, stdout_path=stdout) as (url, _):
-        assert ask(sdk(url, default_headers={"x-amzn-trace-id": header})).startswith("echo:")
+        assert ask_text(sdk(url, default_headers={"x-amzn-trace-id": header})).startswith("echo:")
     assert b"tracing off" in stdout.read_bytes()
     assert xray.drain() == []
 

@@ -1,27 +1,19 @@
 """Tell the model which tickets a conversation is about, from ticket ids in the user's text."""
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
-from gateway_policies import JSONObject, Policy, PolicyContext
-from gateway_policies.text import text_slots
-from pydantic import BaseModel, ConfigDict, Field
+from gateway_policies import JSONObject, Policy, PolicyContext, PolicyOptions, text_slots
+from pydantic import Field
 
 
-class TicketTaggerOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # a typo in the chain JSON is an error
-
+class TicketTaggerOptions(PolicyOptions):  # unknown keys in the chain JSON are refused
     projects: list[str] = Field(min_length=1)  # ticket key prefixes, e.g. ["OPS"]
 
 
-class TicketTagger(Policy):
+class TicketTagger(Policy[TicketTaggerOptions]):
     name = "ticket_tagger"
-    Options = TicketTaggerOptions
-    options: TicketTaggerOptions
 
-    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
-        super().__init__(options)  # validates options, raises PolicyConfigError
+    def setup(self) -> None:  # once per chain load, after the options are validated
         keys = "|".join(map(re.escape, self.options.projects))
         self._ticket = re.compile(rf"\b(?:{keys})-\d+\b")
 

@@ -60,9 +60,12 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     return Gateway(
         config=config,
         relay=Relay(config),
-        flag=FallbackFlag(config.flag_parameter, config.flag_ttl),
+        flag=FallbackFlag(config.flag_parameter, config.flag_ttl, clock=config.clock),
         policies=PolicySource(
-            config.policy_config, config.policy_config_parameter, config.policy_config_ttl
+            config.policy_config,
+            config.policy_config_parameter,
+            config.policy_config_ttl,
+            clock=config.clock,
         ),
         auth=authenticator(config),
         budget=budget.from_settings(config, clock),

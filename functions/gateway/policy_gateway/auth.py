@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -192,9 +193,13 @@ def _keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
     return last
 
 
-_UNAVAILABLE = GatewayError(
-    500, "The gateway cannot read its credentials right now; try again shortly.", "api_error"
-)
+def _unavailable() -> GatewayError:
+    # A fresh error per refused call: one shared instance would gather every
+    # raise's traceback, keeping each failed call's frames (its request body and
+    # credentials) alive for as long as the outage lasts.
+    return GatewayError(
+        500, "The gateway cannot read its credentials right now; try again shortly.", "api_error"
+    )
 
 
 class GatewayKeyAuth:
@@ -204,22 +209,25 @@ class GatewayKeyAuth:
         upstream_secret: str,
         ttl: float,
         reader: Callable[[str], str] = read_secret,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._keys: TTLCache[tuple[GatewayKey, ...] | None] = TTLCache(
             lambda: parse_gateway_keys(reader(keys_secret)),
             ttl,
             partial(_keep_last_good, keys_secret),
+            clock,
         )
         self._upstream_key: TTLCache[str | None] = TTLCache(
             lambda: parse_api_key(reader(upstream_secret)),
             ttl,
             partial(_keep_last_good, upstream_secret),
+            clock,
         )
 
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
         valid = await self._keys.get()
         if valid is None:
-            raise _UNAVAILABLE
+            raise _unavailable()
         presented = _presented(raw)
         caller = _match(presented, valid)
         if caller is None:
@@ -232,7 +240,7 @@ class GatewayKeyAuth:
             )
         api_key = await self._upstream_key.get()
         if api_key is None:
-            raise _UNAVAILABLE
+            raise _unavailable()
         headers = [item for item in upstream_headers(raw) if item[0] not in _CREDENTIAL_HEADERS]
         headers.append(("x-api-key", api_key))
         return Credentials(headers, (*presented, api_key.encode()), caller)
@@ -241,6 +249,9 @@ class GatewayKeyAuth:
 def authenticator(config: settings.Settings) -> Authenticator:
     if config.auth_mode == settings.AUTH_GATEWAY_KEY:
         return GatewayKeyAuth(
-            config.gateway_keys_secret, config.upstream_api_key_secret, config.secrets_ttl
+            config.gateway_keys_secret,
+            config.upstream_api_key_secret,
+            config.secrets_ttl,
+            clock=config.clock,
         )
     return PassthroughAuth()

@@ -7,6 +7,7 @@ flag never fails a request.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from .logs import logger
@@ -28,10 +29,11 @@ class FallbackFlag:
         parameter: str,
         ttl: float,
         reader: Callable[[str], str] = read_ssm_parameter,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.parameter = parameter
         self._reader = reader
-        self._cache = TTLCache(self._read, ttl, self._off_on_error)
+        self._cache = TTLCache(self._read, ttl, self._off_on_error, clock)
 
     def _read(self) -> bool:
         raw = self._reader(self.parameter)

@@ -9,6 +9,7 @@ closed: running without the operator's policies would silently weaken them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from gateway_policies import PolicyChain, PolicyConfigError, load_chain
@@ -18,11 +19,9 @@ from .errors import GatewayError
 from .logs import logger
 from .parameters import TTLCache, read_ssm_parameter
 
-_NO_CHAIN = GatewayError(
-    500,
+NO_CHAIN_MESSAGE = (
     "The gateway has no valid policy configuration, so it refuses requests until an "
-    "operator fixes it.",
-    "api_error",
+    "operator fixes it."
 )
 
 
@@ -33,6 +32,7 @@ class PolicySource:
         parameter: str | None,
         ttl: float,
         reader: Callable[[str], str] = read_ssm_parameter,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._inline = inline
         self._parameter = parameter
@@ -40,7 +40,7 @@ class PolicySource:
         self._static: PolicyChain | None = None
         self._cache: TTLCache[PolicyChain | None] | None = None
         if parameter:
-            self._cache = TTLCache(self._load_parameter, ttl, self._keep_last_good)
+            self._cache = TTLCache(self._load_parameter, ttl, self._keep_last_good, clock)
         elif inline:
             try:
                 self._static = load_chain(inline)
@@ -70,5 +70,6 @@ class PolicySource:
     async def chain(self) -> PolicyChain:
         chain = await self._cache.get() if self._cache is not None else self._static
         if chain is None:
-            raise _NO_CHAIN
+            # A fresh error per call: a shared instance would keep every raise's frames.
+            raise GatewayError(500, NO_CHAIN_MESSAGE, "api_error")
         return chain

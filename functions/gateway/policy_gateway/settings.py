@@ -9,8 +9,9 @@ having to set anything.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 SERVICE_NAME = "policy-gateway"
@@ -145,6 +146,9 @@ class Settings:
     fallback_budget: int = DEFAULT_FALLBACK_BUDGET
     fallback_budget_window: int = DEFAULT_FALLBACK_BUDGET_WINDOW
     fallback_budget_table: str | None = None
+    # The TTL caches' time source (flag, chain, secrets); tests hand in a clock
+    # they advance, so a TTL passes without the test sleeping through it.
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False)
 
     def __post_init__(self) -> None:
         # A typo here must stop the gateway at start-up: guessing a mode could

@@ -1,8 +1,8 @@
-"""Server-sent events: incremental decoding from upstream bytes, encoding for the client.
+"""Server-sent events on the relay: chunk coalescing here, the wire format in the layer.
 
-Each frame keeps its `event:` line: the Anthropic SDKs ignore frames without one.
-Line endings may be \\n, \\r\\n or \\r, and a frame may be split anywhere across
-network chunks, including between the \\r and \\n of one line ending.
+The decoder and encoder live in gateway_policies.sse, so that a policy's
+tests (gateway_policies.testing) run events through exactly the code that the
+relay uses.
 """
 
 from __future__ import annotations
@@ -11,78 +11,13 @@ from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-from gateway_policies import StreamEvent
+from gateway_policies.sse import SSEDecoder, encode, encode_many
+
+__all__ = ["READ_AHEAD_CHUNKS", "SSEDecoder", "coalesced", "encode", "encode_many"]
 
 # Chunks read ahead of the client: enough to batch a burst, small enough that a
 # slow client still holds back the upstream read (backpressure) almost at once.
 READ_AHEAD_CHUNKS = 64
-
-
-class SSEDecoder:
-    """Turns a byte stream into complete StreamEvents, as soon as each one is complete."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-        self._carriage_return = False
-
-    def feed(self, chunk: bytes) -> list[StreamEvent]:
-        if self._carriage_return:
-            chunk = b"\r" + chunk
-        self._carriage_return = chunk.endswith(b"\r")
-        if self._carriage_return:
-            chunk = chunk[:-1]
-        if b"\r" in chunk:
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        self._buffer += chunk
-        if b"\n\n" not in self._buffer:
-            return []
-        *frames, self._buffer = self._buffer.split(b"\n\n")
-        return [event for frame in frames if (event := _parse_frame(frame)) is not None]
-
-    def flush(self) -> list[StreamEvent]:
-        """Return a final frame that the upstream ended without a blank line."""
-        frame, self._buffer = self._buffer, b""
-        self._carriage_return = False
-        event = _parse_frame(frame)
-        return [] if event is None else [event]
-
-
-def _parse_frame(frame: bytes) -> StreamEvent | None:
-    # Fast path for the shape the Messages API always sends, one `event:` line
-    # and one `data:` line; it yields exactly what the general loop below would.
-    if frame.startswith(b"event: "):
-        head, found, data_line = frame.partition(b"\ndata: ")
-        if found and b"\n" not in head and b"\n" not in data_line:
-            return StreamEvent(
-                head[7:].decode("utf-8", "replace"), data_line.decode("utf-8", "replace")
-            )
-    name = "message"
-    data: list[str] = []
-    for raw in frame.split(b"\n"):
-        if not raw or raw.startswith(b":"):
-            continue
-        field, _, value = raw.partition(b":")
-        if value.startswith(b" "):
-            value = value[1:]
-        if field == b"event":
-            name = value.decode("utf-8", "replace")
-        elif field == b"data":
-            data.append(value.decode("utf-8", "replace"))
-    if not data:
-        return None
-    return StreamEvent(name, "\n".join(data))
-
-
-def encode(event: StreamEvent) -> bytes:
-    data = event.data
-    if "\n" in data or "\r" in data:
-        lines = data.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        data = "\ndata: ".join(lines)
-    return f"event: {event.event}\ndata: {data}\n\n".encode()
-
-
-def encode_many(events: list[StreamEvent]) -> bytes:
-    return b"".join(encode(event) for event in events)
 
 
 @asynccontextmanager
@@ -126,12 +61,15 @@ async def coalesced(chunks: AsyncIterable[bytes]) -> AsyncIterator[AsyncIterator
             raise failures[0]
 
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(read)
-            try:
-                yield joined()
-            finally:
-                group.cancel_scope.cancel()
+        # The receiver is closed with the relay, whether it read to the end or
+        # stopped early (a disconnect, a policy's refusal, the deadline).
+        with receiver:
+            async with anyio.create_task_group() as group:
+                group.start_soon(read)
+                try:
+                    yield joined()
+                finally:
+                    group.cancel_scope.cancel()
     except BaseExceptionGroup as grouped:
         # The task group wraps whatever the relay's loop raised (a read timeout,
         # a client gone); the relay must see the original, with its own type.

@@ -1,12 +1,13 @@
 """The policy interface: what a policy may see, change and refuse.
 
-A policy is configured once (its options come from the chain JSON) and then
-sees every request that passes the gateway. Request hooks change the parsed
-request in place; response hooks change the parsed response in place; stream
-hooks turn each upstream event into zero or more events for the client.
+A policy is configured once (its options come from the chain JSON, validated
+against the options type it declares, then `setup` runs) and then sees every
+request that passes the gateway. Request hooks change the parsed request in
+place; response hooks change the parsed response in place; stream hooks turn
+each upstream event into zero or more events for the client.
 
 Policies never import the gateway: everything they need arrives through these
-types, so a policy can be unit-tested with nothing but this module.
+types, so a policy can be unit-tested with nothing but this package.
 """
 
 from __future__ import annotations
@@ -14,9 +15,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get_origin
+
+from typing_extensions import TypeVar as DefaultTypeVar
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 JSONObject = dict[str, Any]
+
+HOOKS = ("on_request", "on_response", "on_stream_event", "on_stream_end")
 
 
 class PolicyViolation(Exception):
@@ -40,74 +48,167 @@ class PolicyConfigError(ValueError):
     """A policy chain or a policy's options cannot be used."""
 
 
-@dataclass
-class StreamEvent:
-    """One server-sent event of a Messages stream.
+def _compact(payload: JSONObject) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
-    `data` is kept as the upstream's raw text so an event no policy touches is
-    relayed byte for byte; `json` parses it on first use.
+
+class StreamEvent:
+    """One server-sent event of a Messages stream: its name and its JSON data.
+
+    What goes on the wire is always what the event holds now: an event no
+    policy parsed is relayed byte for byte as the upstream sent it; once a
+    policy has read `json`, the wire form is derived from that object when the
+    event is encoded, so an edit made in place reaches the client exactly as
+    a new event from `with_json` would. The name and the raw text are
+    read-only.
     """
 
-    event: str
-    data: str
-    _parsed: JSONObject | None = field(default=None, repr=False, compare=False)
+    __slots__ = ("_event", "_json", "_raw")
+
+    def __init__(self, event: str, data: str) -> None:
+        self._event = event
+        self._raw: str | None = data
+        self._json: JSONObject | None = None
 
     @classmethod
     def from_json(cls, event: str, payload: JSONObject) -> StreamEvent:
-        return cls(event, json.dumps(payload, ensure_ascii=False, separators=(",", ":")), payload)
+        made = cls.__new__(cls)
+        made._event = event
+        made._raw = None
+        made._json = payload
+        return made
+
+    def with_json(self, payload: JSONObject) -> StreamEvent:
+        """A new event of the same name carrying `payload`."""
+        return StreamEvent.from_json(self._event, payload)
+
+    @property
+    def event(self) -> str:
+        return self._event
 
     @property
     def json(self) -> JSONObject:
-        if self._parsed is None:
-            loaded = json.loads(self.data)
-            self._parsed = loaded if isinstance(loaded, dict) else {"value": loaded}
-        return self._parsed
+        """The data as a JSON object, parsed on first use; ValueError if it is not one.
+
+        The object is the event's content: changing it changes what the client receives.
+        """
+        if self._json is None:
+            loaded = json.loads(self._raw or "")
+            if not isinstance(loaded, dict):
+                raise ValueError("the event's data is not a JSON object")
+            self._json = loaded
+        return self._json
+
+    @property
+    def payload(self) -> JSONObject | None:
+        """`json`, or None when the data is not a JSON object (nothing a policy can read)."""
+        if self._json is None and not (self._raw or "").lstrip().startswith("{"):
+            return None
+        try:
+            return self.json
+        except ValueError:
+            return None
+
+    @property
+    def data(self) -> str:
+        """The data as it goes on the wire now."""
+        if self._json is None:
+            return self._raw or ""
+        if self._raw is not None and json.loads(self._raw) == self._json:
+            # Read but unchanged: the upstream's own bytes, not a re-serialization.
+            return self._raw
+        return _compact(self._json)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamEvent):
+            return NotImplemented
+        return self._event == other._event and self.data == other.data
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StreamEvent(event={self._event!r}, data={self.data!r})"
+
+
+S = TypeVar("S")
+# A policy's options type; a plain `Policy` is `Policy[None]`, whose options are None.
+OptionsT = DefaultTypeVar("OptionsT", default=None)
 
 
 @dataclass
 class PolicyContext:
     """What a policy knows about the call it is looking at.
 
-    `state(policy)` gives each policy a private dict that lives exactly as long
-    as this call, which is where a stream policy keeps its buffers.
+    `state(policy, Kind)` gives each policy a private `Kind()` that lives
+    exactly as long as this call: where a stream policy keeps its buffers.
     """
 
     endpoint: str
     stream: bool
     call_id: str
-    _states: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _states: dict[int, Any] = field(default_factory=dict, repr=False)
 
-    def state(self, policy: Policy) -> dict[str, Any]:
-        return self._states.setdefault(id(policy), {})
+    def state(self, policy: Policy[Any], kind: type[S]) -> S:
+        """This call's `kind` instance for `policy`, made with `kind()` on first use."""
+        found = self._states.get(id(policy))
+        if found is None:
+            found = self._states[id(policy)] = kind()
+        if not isinstance(found, kind):
+            raise TypeError(f"{policy.label} asked for its call state as two different types")
+        return found
 
 
-class Policy:
+class Policy(Generic[OptionsT]):
     """Base class of every policy. Override only the hooks you need.
+
+    Declare the options type once, as the type argument: `class P(Policy[POptions])`
+    validates the chain JSON's `options` into `self.options` (a `POptions`, a
+    subclass of gateway_policies.PolicyOptions); a plain `Policy` takes no
+    options. pydantic is imported only by policies that take options, which
+    keeps it off the gateway's cold path. Work that depends on the options alone
+    (compiling patterns, say) goes in `setup`, which runs once per chain load.
 
     `bypassable` says whether the passthrough fallback may resend the original
     request when this policy's changes made the upstream reject it. A policy
     whose changes protect something (redaction, say) sets it to False; then
     the fallback never fires while the policy is in the chain.
-
-    `Options`, when set, is a pydantic model that validates the `options`
-    object of the chain JSON.
     """
 
     name: ClassVar[str] = ""
     bypassable: ClassVar[bool] = True
-    Options: ClassVar[Any] = None
+    Options: ClassVar[type[BaseModel] | None] = None
+    options: OptionsT
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Only this class's own bases: a subclass of a configured policy keeps
+        # its parent's options type unless it declares another.
+        for base in cls.__dict__.get("__orig_bases__", ()):
+            origin = get_origin(base)
+            if not (isinstance(origin, type) and issubclass(origin, Policy)):
+                continue
+            (argument,) = get_args(base)
+            if isinstance(argument, TypeVar):
+                continue  # a generic base of other policies, such as TextRewriter
+            if not hasattr(argument, "model_validate"):
+                raise TypeError(f"{cls.__name__}: Policy[...] takes a PolicyOptions subclass")
+            cls.Options = argument
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         raw = dict(options or {})
         if self.Options is None:
             if raw:
                 raise PolicyConfigError(f"{self.label} takes no options, got {sorted(raw)}")
-            self.options: Any = None
-            return
+            self.options = None  # type: ignore[assignment]
+        else:
+            self.options = self._validated(self.Options, raw)
+        self.setup()
+
+    def _validated(self, model: type[BaseModel], raw: dict[str, Any]) -> Any:
         from pydantic import ValidationError
 
         try:
-            self.options = self.Options.model_validate(raw)
+            return model.model_validate(raw)
         except ValidationError as exc:
             # Locations and reasons only: an option's value may itself be a
             # secret (a string to redact), and config errors are logged.
@@ -117,9 +218,16 @@ class Policy:
             )
             raise PolicyConfigError(f"{self.label}: invalid options: {problems}") from None
 
+    def setup(self) -> None:
+        """Prepare what every call needs from the options; raise PolicyConfigError to refuse."""
+
     @property
     def label(self) -> str:
         return self.name or type(self).__name__
+
+    def implements(self, hook: str) -> bool:
+        """Whether the chain should call `hook` (one of HOOKS): by default, if overridden."""
+        return getattr(type(self), hook) is not getattr(Policy, hook)
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         """Change the request in place, or raise PolicyViolation.
@@ -139,8 +247,3 @@ class Policy:
     async def on_stream_end(self, ctx: PolicyContext) -> list[StreamEvent]:
         """Return events still owed to the client when the upstream stream ends."""
         return []
-
-
-def overrides(policy: Policy, hook: str) -> bool:
-    """Whether `policy` implements `hook` itself, so the chain can skip no-op hooks."""
-    return getattr(type(policy), hook) is not getattr(Policy, hook)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
-from .base import JSONObject, Policy, PolicyContext, PolicyViolation, StreamEvent, overrides
+from .base import JSONObject, Policy, PolicyContext, PolicyViolation, StreamEvent
 from .diff import MISSING, Location, format_path, resolve
 
 
@@ -26,14 +27,14 @@ class PolicyFailure(Exception):
 class PolicyChain:
     """An ordered, immutable list of configured policies."""
 
-    def __init__(self, policies: Sequence[Policy] = ()) -> None:
-        self.policies: tuple[Policy, ...] = tuple(policies)
-        self._request = [p for p in self.policies if overrides(p, "on_request")]
-        self._response = [p for p in self.policies if overrides(p, "on_response")]
+    def __init__(self, policies: Sequence[Policy[Any]] = ()) -> None:
+        self.policies: tuple[Policy[Any], ...] = tuple(policies)
+        self._request = [p for p in self.policies if p.implements("on_request")]
+        self._response = [p for p in self.policies if p.implements("on_response")]
         self._stream = [
             p
             for p in self.policies
-            if overrides(p, "on_stream_event") or overrides(p, "on_stream_end")
+            if p.implements("on_stream_event") or p.implements("on_stream_end")
         ]
 
     @property
@@ -86,7 +87,7 @@ class PolicyChain:
 
     @staticmethod
     async def _through(
-        policies: Sequence[Policy], events: list[StreamEvent], ctx: PolicyContext
+        policies: Sequence[Policy[Any]], events: list[StreamEvent], ctx: PolicyContext
     ) -> list[StreamEvent]:
         for policy in policies:
             if not events:
@@ -136,7 +137,7 @@ def _snapshot(document: JSONObject, location: Location) -> str | None:
 
 
 @asynccontextmanager
-async def _guard(policy: Policy, hook: str) -> AsyncIterator[None]:
+async def _guard(policy: Policy[Any], hook: str) -> AsyncIterator[None]:
     try:
         yield
     except PolicyViolation:

@@ -28,7 +28,7 @@ BUILTIN_POLICIES: dict[str, str] = {
 }
 
 
-def _resolve(reference: str) -> type[Policy]:
+def _resolve(reference: str) -> type[Policy[Any]]:
     target = BUILTIN_POLICIES.get(reference, reference)
     module_name, sep, class_name = target.partition(":")
     if not sep or not module_name or not class_name:
@@ -51,6 +51,17 @@ def _resolve(reference: str) -> type[Policy]:
     return found
 
 
+def _build(kind: type[Policy[Any]], options: Mapping[str, Any]) -> Policy[Any]:
+    try:
+        return kind(options)
+    except PolicyConfigError:
+        raise
+    except Exception as exc:
+        # A policy whose setup fails is a config error too: the last good chain
+        # keeps serving. The type only: the message may quote an option's value.
+        raise PolicyConfigError(f"{kind.__name__} failed to set up ({type(exc).__name__})") from exc
+
+
 def load_chain(config: str | bytes | Mapping[str, Any]) -> PolicyChain:
     """Parse and validate a chain; raise PolicyConfigError with a clear message."""
     if isinstance(config, str | bytes):
@@ -60,7 +71,7 @@ def load_chain(config: str | bytes | Mapping[str, Any]) -> PolicyChain:
             raise PolicyConfigError(f"policy config is not valid JSON: {exc}") from exc
     if not isinstance(config, Mapping) or not isinstance(config.get("policies"), list):
         raise PolicyConfigError('policy config must be an object {"policies": [...]}')
-    policies: list[Policy] = []
+    policies: list[Policy[Any]] = []
     for index, entry in enumerate(config["policies"]):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("policy"), str):
             raise PolicyConfigError(f"policies[{index}] needs a string 'policy'")
@@ -71,7 +82,7 @@ def load_chain(config: str | bytes | Mapping[str, Any]) -> PolicyChain:
         if not isinstance(options, Mapping):
             raise PolicyConfigError(f"policies[{index}].options must be an object")
         try:
-            policies.append(_resolve(entry["policy"])(options))
+            policies.append(_build(_resolve(entry["policy"]), options))
         except PolicyConfigError as exc:
             raise PolicyConfigError(f"policies[{index}]: {exc}") from exc
     return PolicyChain(policies)

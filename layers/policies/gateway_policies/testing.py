@@ -10,6 +10,11 @@ makes plain synchronous pytest tests possible:
         out = run_request(MyPolicy({"tag": "x"}), {"model": "m", "messages": [...]})
         ...
 
+`run_stream` sends events through the real SSE wire format both ways, as
+the gateway does: encoded as the upstream sends them, decoded as the relay
+reads them, and the chain's output encoded by the relay's encoder and decoded
+as a client would. What a test sees is what a client would receive.
+
 The builders (`stream`, `text_block`, `tool_use_block`, ...) make Messages
 SSE events as the API sends them, and `assemble` rebuilds the final message
 from events while checking what the SDK's accumulator relies on: one block
@@ -26,10 +31,11 @@ from typing import Any, NoReturn
 
 from .base import JSONObject, Policy, PolicyContext, StreamEvent
 from .chain import PolicyChain
+from .sse import SSEDecoder, encode_many
 
 MODEL = "claude-sonnet-4-6"
 
-Policies = Policy | Sequence[Policy]
+Policies = Policy[Any] | Sequence[Policy[Any]]
 
 
 def context(*, stream: bool = False, endpoint: str = "messages") -> PolicyContext:
@@ -57,19 +63,30 @@ def run_response(policies: Policies, response: JSONObject) -> JSONObject:
     return changed
 
 
+def decode(wire: bytes) -> list[StreamEvent]:
+    """The events a client reads from `wire`, the SSE bytes of a whole stream."""
+    decoder = SSEDecoder()
+    return [*decoder.feed(wire), *decoder.flush()]
+
+
 def run_stream(policies: Policies, events: Iterable[StreamEvent]) -> list[StreamEvent]:
-    """The events the client receives for `events` from upstream, end of stream included."""
+    """The events the client receives for `events` from upstream, end of stream included.
+
+    Encoded the moment the chain hands them on, as the relay does, so an event
+    a policy changes after returning it is seen here exactly as late as a
+    client would see it: not at all.
+    """
     chain = _chain(policies)
     ctx = context(stream=True)
 
-    async def run() -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        for event in events:
-            out.extend(await chain.apply_stream_event(event, ctx))
-        out.extend(await chain.apply_stream_end(ctx))
-        return out
+    async def run() -> bytes:
+        sent: list[bytes] = []
+        for event in decode(encode_many(list(events))):
+            sent.append(encode_many(await chain.apply_stream_event(event, ctx)))
+        sent.append(encode_many(await chain.apply_stream_end(ctx)))
+        return b"".join(sent)
 
-    return asyncio.run(run())
+    return decode(asyncio.run(run()))
 
 
 def event(payload: JSONObject) -> StreamEvent:

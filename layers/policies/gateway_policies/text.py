@@ -1,16 +1,22 @@
-"""Where the text of a Messages request lives, for policies that rewrite text.
+"""Where the text of a Messages request lives, and a base for policies that rewrite it.
 
 Text sits in the system prompt (a string or text blocks), in message content
 (a string or blocks), inside tool_result and search_result blocks, and in
 plain-text documents (a `text` source's data, a `content` source's blocks).
 `thinking` and `redacted_thinking` blocks are never yielded: the API checks
 their signatures, so changing a byte of them breaks every later turn.
+
+`TextRewriter` is the base of a policy that is one `rewrite(text) -> text`:
+it applies it to every such place of a request and, when asked, of a
+response and a stream's text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
 
 _SKIPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
@@ -71,3 +77,46 @@ def rewrite_text(slots: Iterator[tuple[Any, Any]], rewrite: Callable[[str], str]
         new = rewrite(old)
         if new != old:
             container[key] = new
+
+
+class TextRewriter(Policy[OptionsT]):
+    """A policy that is one `rewrite(text) -> text`, applied wherever text lives.
+
+    Requests: the system prompt, message text, tool_result / search_result
+    text and plain-text documents (`text_slots`). Responses, when
+    `rewrites_responses` is set: the text blocks of a response and, in a
+    stream, each text delta and text block start, one event at a time (a
+    match split across two deltas is not seen). Thinking blocks never. Set
+    the two flags as class attributes or in `setup` (from the options); the
+    chain calls only the hooks they turn on.
+    """
+
+    rewrites_requests: bool = True
+    rewrites_responses: bool = False
+
+    def rewrite(self, text: str) -> str:
+        raise NotImplementedError
+
+    def implements(self, hook: str) -> bool:
+        if hook == "on_request":
+            return self.rewrites_requests
+        return self.rewrites_responses and hook in ("on_response", "on_stream_event")
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        rewrite_text(text_slots(request), self.rewrite)
+
+    async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
+        rewrite_text(response_text_slots(response), self.rewrite)
+
+    async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
+        if event.event not in ("content_block_delta", "content_block_start"):
+            return [event]
+        payload = event.payload or {}
+        part = payload.get("delta") or payload.get("content_block")
+        if (
+            isinstance(part, dict)
+            and part.get("type") in ("text_delta", "text")
+            and isinstance(part.get("text"), str)
+        ):
+            part["text"] = self.rewrite(part["text"])
+        return [event]

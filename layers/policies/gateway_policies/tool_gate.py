@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
-from .base import JSONObject, Policy, PolicyContext, StreamEvent
+from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
 
 _UNREADABLE = "its input is not valid JSON, so it could not be checked"
 
@@ -32,7 +33,18 @@ def blocked_text(policy: str, tool: str, reason: str) -> str:
     return f"[Policy Gateway: {policy} blocked a call to tool {tool!r}: {reason}]"
 
 
-class ToolCallGate(Policy):
+@dataclass
+class GateState:
+    """One call's stream state: the tool call held back, and what became of earlier ones."""
+
+    held: list[StreamEvent] | None = None
+    index: Any = None
+    input: list[str] = field(default_factory=list)
+    blocked: int = 0
+    kept: int = 0
+
+
+class ToolCallGate(Policy[OptionsT]):
     """Base of policies that block individual tool calls in model responses.
 
     Subclasses implement `blocked`, returning the reason for a block or None.
@@ -73,9 +85,9 @@ class ToolCallGate(Policy):
             response["stop_reason"] = "end_turn"
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
-        state = ctx.state(self)
-        held: list[StreamEvent] | None = state.get("held")
-        payload = _payload(event)
+        state = ctx.state(self, GateState)
+        held = state.held
+        payload = event.payload
         if payload is None:
             # Not a JSON object: nothing a tool gate can read, and not part of
             # a tool_use block; it goes on as it came.
@@ -88,35 +100,35 @@ class ToolCallGate(Policy):
             and block.get("type") == "tool_use"
         ):
             owed = self._settle(held, state, "a new block began before it ended")
-            state["held"] = [event]
-            state["index"] = payload.get("index")
-            state["input"] = []
+            state.held = [event]
+            state.index = payload.get("index")
+            state.input = []
             return owed
-        if held is not None and payload.get("index") == state["index"]:
+        if held is not None and payload.get("index") == state.index:
             if kind == "content_block_delta":
                 held.append(event)
                 delta = payload.get("delta")
                 if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
-                    state["input"].append(str(delta.get("partial_json", "")))
+                    state.input.append(str(delta.get("partial_json", "")))
                 return []
             if kind == "content_block_stop":
-                state["held"] = None
-                return await self._release(held, event, "".join(state["input"]), ctx)
+                state.held = None
+                return await self._release(held, event, "".join(state.input), ctx)
         if kind == "message_delta":
             owed = self._settle(held, state, "the message ended before its block did")
             return [*owed, self._fix_stop_reason(event, state)]
         return [event]
 
     def _settle(
-        self, held: list[StreamEvent] | None, state: dict[str, Any], reason: str
+        self, held: list[StreamEvent] | None, state: GateState, reason: str
     ) -> list[StreamEvent]:
         """Close a held tool call that can no longer complete: blocked, never released
         unchecked, and replaced by a text block so later indices stay contiguous."""
         if held is None:
             return []
-        state["held"] = None
-        state["blocked"] = state.get("blocked", 0) + 1
-        start = _payload(held[0]) or {}
+        state.held = None
+        state.blocked += 1
+        start = held[0].payload or {}
         block = start.get("content_block") or {}
         text = blocked_text(self.label, str(block.get("name")), reason)
         return _text_block(start.get("index"), text, None)
@@ -124,44 +136,35 @@ class ToolCallGate(Policy):
     async def _release(
         self, held: list[StreamEvent], stop: StreamEvent, raw_input: str, ctx: PolicyContext
     ) -> list[StreamEvent]:
-        state = ctx.state(self)
+        state = ctx.state(self, GateState)
         block = held[0].json["content_block"]
         tool = str(block.get("name"))
         # A start that already carries its whole input has no deltas to read.
         source = raw_input if len(held) > 1 else json.dumps(block.get("input", {}))
         reason = await self._verdict(tool, source, ctx)
         if reason is None:
-            state["kept"] = state.get("kept", 0) + 1
+            state.kept += 1
             return [*held, stop]
-        state["blocked"] = state.get("blocked", 0) + 1
+        state.blocked += 1
         return _text_block(held[0].json.get("index"), blocked_text(self.label, tool, reason), stop)
 
     @staticmethod
-    def _fix_stop_reason(event: StreamEvent, state: dict[str, Any]) -> StreamEvent:
-        payload = event.json
-        delta = payload.get("delta")
+    def _fix_stop_reason(event: StreamEvent, state: GateState) -> StreamEvent:
+        delta = event.json.get("delta")
         if (
             isinstance(delta, dict)
             and delta.get("stop_reason") == "tool_use"
-            and state.get("blocked", 0)
-            and not state.get("kept", 0)
+            and state.blocked
+            and not state.kept
         ):
             delta["stop_reason"] = "end_turn"
-            return StreamEvent.from_json(event.event, payload)
         return event
 
     async def on_stream_end(self, ctx: PolicyContext) -> list[StreamEvent]:
         # A tool call whose block never ended was never checked: it is dropped,
         # never released unchecked.
-        ctx.state(self)["held"] = None
+        ctx.state(self, GateState).held = None
         return []
-
-
-def _payload(event: StreamEvent) -> dict[str, Any] | None:
-    try:
-        return event.json if event.data.lstrip().startswith("{") else None
-    except ValueError:
-        return None
 
 
 def _text_block(index: Any, text: str, stop: StreamEvent | None) -> list[StreamEvent]:

@@ -11,18 +11,16 @@ and why (see gateway_policies.tool_gate).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..base import PolicyContext
+from ..options import PolicyOptions
 from ..tool_gate import ToolCallGate, canonical_input
 
 
-class ToolRule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ToolRule(PolicyOptions):
     tool: str | None = None
     input: str | None = None
 
@@ -47,19 +45,14 @@ class ToolRule(BaseModel):
         return " and ".join(f"{key} ~ /{value}/" for key, value in pairs if value is not None)
 
 
-class BlockToolCallsOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BlockToolCallsOptions(PolicyOptions):
     rules: list[ToolRule] = Field(min_length=1)
 
 
-class BlockToolCalls(ToolCallGate):
+class BlockToolCalls(ToolCallGate[BlockToolCallsOptions]):
     name = "block_tool_calls"
-    Options = BlockToolCallsOptions
-    options: BlockToolCallsOptions
 
-    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
-        super().__init__(options)
+    def setup(self) -> None:
         self._rules = [
             (
                 rule,

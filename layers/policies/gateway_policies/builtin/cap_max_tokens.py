@@ -15,24 +15,21 @@ infinite, cannot be checked against the cap and is refused.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..base import JSONObject, Policy, PolicyContext, PolicyViolation
 from ..numbers import json_number
+from ..options import PolicyOptions
 
 MIN_THINKING_BUDGET = 1024
 
 
-class CapMaxTokensOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CapMaxTokensOptions(PolicyOptions):
     max: int = Field(ge=1)
 
 
-class CapMaxTokens(Policy):
+class CapMaxTokens(Policy[CapMaxTokensOptions]):
     name = "cap_max_tokens"
-    Options = CapMaxTokensOptions
-    options: CapMaxTokensOptions
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         if "max_tokens" not in request:

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..base import JSONObject, Policy, PolicyContext
+from ..options import PolicyOptions
 
 
-class InjectSystemPromptOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class InjectSystemPromptOptions(PolicyOptions):
     text: str = Field(min_length=1)
 
 
-class InjectSystemPrompt(Policy):
+class InjectSystemPrompt(Policy[InjectSystemPromptOptions]):
     name = "inject_system_prompt"
-    Options = InjectSystemPromptOptions
-    options: InjectSystemPromptOptions
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         text = self.options.text

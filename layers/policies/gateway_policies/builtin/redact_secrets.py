@@ -22,13 +22,11 @@ Not bypassable: the passthrough fallback would resend the unredacted original.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from ..base import JSONObject, Policy, PolicyContext
-from ..text import rewrite_text, text_slots
+from ..options import PolicyOptions
+from ..text import TextRewriter
 
 Kind = Literal[
     "anthropic_api_key",
@@ -70,9 +68,7 @@ PATTERNS: dict[str, re.Pattern[str]] = {
 }
 
 
-class RedactSecretsOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RedactSecretsOptions(PolicyOptions):
     kinds: list[Kind] | None = None
     """Redact only these kinds; all of them when omitted."""
 
@@ -87,23 +83,17 @@ def _redactor(kind: str) -> Callable[[re.Match[str]], str]:
     return replace
 
 
-class RedactSecrets(Policy):
+class RedactSecrets(TextRewriter[RedactSecretsOptions]):
     name = "redact_secrets"
     bypassable = False
-    Options = RedactSecretsOptions
-    options: RedactSecretsOptions
 
-    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
-        super().__init__(options)
+    def setup(self) -> None:
         wanted = set(self.options.kinds or PATTERNS)
         self._patterns = [
             (pattern, _redactor(kind)) for kind, pattern in PATTERNS.items() if kind in wanted
         ]
 
-    def redact(self, text: str) -> str:
+    def rewrite(self, text: str) -> str:
         for pattern, replace in self._patterns:
             text = pattern.sub(replace, text)
         return text
-
-    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
-        rewrite_text(text_slots(request), self.redact)

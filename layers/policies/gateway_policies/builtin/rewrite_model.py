@@ -6,21 +6,18 @@ Bypassable: a mapped-to model that the upstream does not know is the typical
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..base import JSONObject, Policy, PolicyContext
+from ..options import PolicyOptions
 
 
-class RewriteModelOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RewriteModelOptions(PolicyOptions):
     map: dict[str, str] = Field(min_length=1)
 
 
-class RewriteModel(Policy):
+class RewriteModel(Policy[RewriteModelOptions]):
     name = "rewrite_model"
-    Options = RewriteModelOptions
-    options: RewriteModelOptions
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         model = request.get("model")

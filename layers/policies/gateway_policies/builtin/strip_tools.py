@@ -15,9 +15,10 @@ fallback would resend the original request with it.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..base import JSONObject, Policy, PolicyContext
+from ..options import PolicyOptions
 
 PLACEHOLDER_TOOL = {
     "name": "no_tools_available",
@@ -36,17 +37,13 @@ def _has_tool_blocks(request: JSONObject) -> bool:
     )
 
 
-class StripToolsOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class StripToolsOptions(PolicyOptions):
     names: list[str] = Field(min_length=1)
 
 
-class StripTools(Policy):
+class StripTools(Policy[StripToolsOptions]):
     name = "strip_tools"
     bypassable = False
-    Options = StripToolsOptions
-    options: StripToolsOptions
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         tools = request.get("tools")

@@ -21,10 +21,11 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from ..api_key import parse_api_key
 from ..base import PolicyContext
+from ..options import PolicyOptions
 from ..tool_gate import ToolCallGate, canonical_input
 
 if TYPE_CHECKING:
@@ -55,9 +56,7 @@ DEFAULT_PROMPT = (
 )
 
 
-class ToolCallJudgeOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ToolCallJudgeOptions(PolicyOptions):
     model: str = "claude-haiku-4-5"
     prompt: str = Field(default=DEFAULT_PROMPT, min_length=1)
     threshold: float = Field(default=0.5, ge=0, le=1)
@@ -80,10 +79,8 @@ class JudgeError(Exception):
     """The judge answered, but not in the agreed shape."""
 
 
-class ToolCallJudge(ToolCallGate):
+class ToolCallJudge(ToolCallGate[ToolCallJudgeOptions]):
     name = "tool_call_judge"
-    Options = ToolCallJudgeOptions
-    options: ToolCallJudgeOptions
 
     _client: AsyncAnthropic | None = None
     _client_loop: asyncio.AbstractEventLoop | None = None

@@ -1,11 +1,17 @@
-"""Policies used by the tests, loaded by the gateway as `tests.policies:Name`."""
+"""Policies used by the tests, loaded by the gateway as `tests.support.policies:Name`."""
 
 from __future__ import annotations
 
 import json
 
-from gateway_policies import JSONObject, Policy, PolicyContext, PolicyViolation, StreamEvent
-from pydantic import BaseModel
+from gateway_policies import (
+    JSONObject,
+    Policy,
+    PolicyContext,
+    PolicyOptions,
+    PolicyViolation,
+    StreamEvent,
+)
 
 
 class MutateNested(Policy):
@@ -27,13 +33,12 @@ class GuardedRewrite(Policy):
         request["model"] = "claude-guarded"
 
 
-class BlockStreamAt(Policy):
+class BlockStreamAtOptions(PolicyOptions):
+    event: str
+
+
+class BlockStreamAt(Policy[BlockStreamAtOptions]):
     """Refuses a stream when the event named in its options arrives."""
-
-    class Options(BaseModel):
-        event: str
-
-    options: Options
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
         if event.event == self.options.event:
@@ -48,13 +53,12 @@ class FlipStream(Policy):
         request["stream"] = not request.get("stream", False)
 
 
-class RefuseWord(Policy):
+class RefuseWordOptions(PolicyOptions):
+    word: str
+
+
+class RefuseWord(Policy[RefuseWordOptions]):
     """Refuses a request, or a response, whose text holds the word in its options."""
-
-    class Options(BaseModel):
-        word: str
-
-    options: Options
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         if self.options.word in json.dumps(request.get("messages")):
@@ -73,3 +77,13 @@ class RefuseAll(Policy):
 
     async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
         raise PolicyViolation(f"probe: the response policies saw a {ctx.endpoint} response")
+
+
+class ShoutInPlace(Policy):
+    """Upper-cases streamed text by editing each event's JSON in place and returning it."""
+
+    async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
+        delta = event.json.get("delta") if event.event == "content_block_delta" else None
+        if isinstance(delta, dict) and isinstance(delta.get("text"), str):
+            delta["text"] = delta["text"].upper()
+        return [event]

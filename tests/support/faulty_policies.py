@@ -1,4 +1,4 @@
-"""Policies with bugs, loaded as `tests.faulty_policies:Name`: the gateway must fail closed."""
+"""Policies with bugs, loaded as `tests.support.faulty_policies:Name`: the gateway fails closed."""
 
 from __future__ import annotations
 

@@ -1,0 +1,54 @@
+"""What the tests' in-thread gateways hand back: a factory's type and their stdout."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .clock import eventually
+from .servers import json_lines
+
+GatewayFactory = Callable[..., str]
+"""`make_gateway(**settings_overrides) -> url`, the conftest fixture's type."""
+
+
+class GatewayStdout:
+    """What the in-thread gateway writes to stdout: EMF metric lines and JSON log lines.
+
+    Collected in memory rather than through capfd: the gateway thread keeps
+    printing after the client has its answer (metrics, the call's log line),
+    and a print into a capture that pytest is tearing down can crash the
+    interpreter; pytest also swaps sys.stdout between test phases.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def print(self, *values: object, **_: Any) -> None:
+        self.write(" ".join(map(str, values)) + "\n")
+
+    @property
+    def text(self) -> str:
+        with self._lock:
+            return "".join(self._parts)
+
+    def lines(self) -> list[dict[str, Any]]:
+        """Every line that is a JSON object."""
+        return json_lines(self.text)
+
+    def until(self, done: Callable[[str], bool], timeout: float = 3.0) -> str:
+        """The output once `done` holds (or the timeout passes: the caller's asserts judge)."""
+        with contextlib.suppress(AssertionError):
+            eventually(lambda: done(self.text), timeout)
+        return self.text

@@ -1,0 +1,70 @@
+"""The official SDK as the tests' client, and the few ways the tests ask through it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import pytest
+from anthropic.types import Message
+
+from .fake_upstream import MODEL
+
+both = pytest.mark.parametrize("streaming", [False, True], ids=["json", "sse"])
+"""Run a test once with a JSON answer and once with a stream."""
+
+REPLACE = json.dumps(
+    {
+        "policies": [
+            {
+                "policy": "string_replace",
+                "options": {"replacements": [["secret-project", "[codename]"]]},
+            }
+        ]
+    }
+)
+
+
+def sdk(url: str, **kwargs: Any) -> anthropic.Anthropic:
+    """The official SDK, pointed at a gateway; no SDK retries so call counts are exact."""
+    return anthropic.Anthropic(base_url=url, api_key="sk-ant-test-key", max_retries=0, **kwargs)
+
+
+def client(
+    url: str, api_key: str | None = None, auth_token: str | None = None
+) -> anthropic.Anthropic:
+    """The SDK presenting exactly the credentials given (x-api-key or a bearer token)."""
+    return anthropic.Anthropic(base_url=url, max_retries=0, api_key=api_key, auth_token=auth_token)
+
+
+def ask(client: anthropic.Anthropic, streaming: bool, **params: Any) -> Message:
+    params = {
+        "model": MODEL,
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "hello"}],
+        **params,
+    }
+    if streaming:
+        with client.messages.stream(**params) as events:
+            return events.get_final_message()
+    reply: Message = client.messages.create(**params)
+    return reply
+
+
+USER = "tell me about secret-project"
+
+
+def ask_text(client: anthropic.Anthropic, stream: bool = False, text: str = USER) -> str:
+    params: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
+        "system": "be brief",
+        "metadata": {"user_id": "u-1"},
+    }
+    if stream:
+        with client.messages.stream(**params) as events:
+            return events.get_final_text()
+    reply = client.messages.create(**params)
+    return "".join(block.text for block in reply.content if block.type == "text")

@@ -1,0 +1,85 @@
+"""Which headers cross the gateway (policy_gateway.headers), alone."""
+
+from __future__ import annotations
+
+from policy_gateway.headers import downstream_headers, upstream_headers
+
+
+def raw(*pairs: tuple[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in pairs]
+
+
+def test_upstream_keeps_api_headers_and_lowercases_names() -> None:
+    out = upstream_headers(
+        raw(
+            ("X-Api-Key", "sk-ant-k"),
+            ("anthropic-version", "2023-06-01"),
+            ("anthropic-beta", "a,b"),
+            ("anthropic-future-header", "kept"),
+            ("user-agent", "sdk"),
+        )
+    )
+    assert out == [
+        ("x-api-key", "sk-ant-k"),
+        ("anthropic-version", "2023-06-01"),
+        ("anthropic-beta", "a,b"),
+        ("anthropic-future-header", "kept"),
+        ("user-agent", "sdk"),
+        ("content-type", "application/json"),
+    ]
+
+
+def test_upstream_drops_hop_by_hop_framing_host_and_platform_headers() -> None:
+    dropped = [
+        ("connection", "keep-alive, x-private"),
+        ("x-private", "named by Connection"),
+        ("keep-alive", "timeout=5"),
+        ("transfer-encoding", "chunked"),
+        ("te", "trailers"),
+        ("upgrade", "h2c"),
+        ("proxy-authorization", "Basic x"),
+        ("host", "gateway.example"),
+        ("content-length", "12"),
+        ("accept-encoding", "gzip"),
+        ("expect", "100-continue"),
+        ("x-amzn-lambda-context", "{}"),
+        ("x-amzn-trace-id", "Root=1"),
+        ("x-forwarded-for", "10.0.0.1"),
+        ("x-amz-date", "20260101T000000Z"),
+    ]
+    assert upstream_headers(raw(*dropped)) == [("content-type", "application/json")]
+
+
+def test_upstream_content_type_is_always_json() -> None:
+    out = upstream_headers(raw(("Content-Type", "text/plain; charset=latin-1")))
+    assert out == [("content-type", "application/json")]
+
+
+def test_upstream_keeps_latin1_values_byte_for_byte() -> None:
+    assert ("x-note", "caf\xe9") in upstream_headers([(b"x-note", b"caf\xe9")])
+
+
+def test_downstream_keeps_the_apis_headers() -> None:
+    kept = [
+        ("request-id", "req_1"),
+        ("retry-after", "3"),
+        ("anthropic-ratelimit-requests-remaining", "9"),
+        ("content-type", "text/event-stream"),
+    ]
+    assert downstream_headers(kept) == [(k.encode(), v.encode()) for k, v in kept]
+
+
+def test_downstream_drops_framing_hop_by_hop_and_server_identity() -> None:
+    out = downstream_headers(
+        [
+            ("Content-Length", "10"),
+            ("content-encoding", "gzip"),
+            ("date", "Tue, 01 Dec 2026 00:00:00 GMT"),
+            ("server", "cloudflare"),
+            ("connection", "close, x-hop"),
+            ("x-hop", "1"),
+            ("transfer-encoding", "chunked"),
+            ("request-id", "req_1"),
+        ]
+    )
+    assert out == [(b"request-id", b"req_1")]
