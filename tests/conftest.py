@@ -19,12 +19,14 @@ import boto3
 import httpx2
 import pytest
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf import cloudwatch as emf_module
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 from policy_gateway import settings
 from policy_gateway.app import create_app
 from policy_gateway.logs import logger
 
+from .support.fake_bedrock import FakeBedrock
 from .support.fake_upstream import FakeUpstream
 from .support.servers import ThreadedServer, free_port, json_lines
 from .support.traces import XRayEndpoint
@@ -103,6 +105,42 @@ def xray() -> Iterator[XRayEndpoint]:
     endpoint = XRayEndpoint()
     yield endpoint
     endpoint.close()
+
+
+BEDROCK_REGION = "us-west-2"
+
+
+@pytest.fixture(scope="session")
+def _bedrock_server() -> Iterator[tuple[FakeBedrock, ThreadedServer]]:
+    credentials = Credentials(
+        AWS_TEST_ENV["AWS_ACCESS_KEY_ID"],
+        AWS_TEST_ENV["AWS_SECRET_ACCESS_KEY"],
+        AWS_TEST_ENV["AWS_SESSION_TOKEN"],
+    )
+    fake = FakeBedrock(BEDROCK_REGION, credentials)
+    server = ThreadedServer(fake).start()
+    yield fake, server
+    server.stop()
+
+
+@pytest.fixture
+def bedrock(_bedrock_server: tuple[FakeBedrock, ThreadedServer]) -> FakeBedrock:
+    """The fake bedrock-runtime, emptied; its URL is `bedrock_env`'s endpoint."""
+    fake, _ = _bedrock_server
+    fake.reset()
+    return fake
+
+
+@pytest.fixture
+def bedrock_env(
+    _bedrock_server: tuple[FakeBedrock, ThreadedServer], bedrock: FakeBedrock
+) -> dict[str, str]:
+    """The environment of a gateway whose upstream is the fake Bedrock."""
+    return {
+        settings.ENV_UPSTREAM_PROVIDER: settings.PROVIDER_BEDROCK,
+        settings.ENV_BEDROCK_REGION: BEDROCK_REGION,
+        settings.ENV_BEDROCK_ENDPOINT_URL: _bedrock_server[1].url,
+    }
 
 
 GatewayFactory = Callable[..., str]

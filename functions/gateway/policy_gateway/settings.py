@@ -40,6 +40,10 @@ ANNOTATION_FALLBACK = "passthrough_fallback"
 ANNOTATION_FALLBACK_STATUS = "fallback_status"
 ANNOTATION_FALLBACK_POLICIES = "fallback_policies"
 ANNOTATION_UPSTREAM_STATUS = "upstream_status"
+# A plain attribute on every attempt that got an answer: the upstream's id for it
+# (`request-id` from Anthropic, `x-amzn-requestid` from Bedrock), as support tickets
+# ask for it. The call's log line carries it under the same key.
+ATTRIBUTE_UPSTREAM_REQUEST_ID = "upstream_request_id"
 
 # Environment variable names (documented in the README).
 ENV_UPSTREAM_BASE_URL = "UPSTREAM_BASE_URL"
@@ -56,6 +60,11 @@ ENV_AUTH_MODE = "AUTH_MODE"
 ENV_GATEWAY_KEYS_SECRET = "GATEWAY_KEYS_SECRET"
 ENV_UPSTREAM_API_KEY_SECRET = "UPSTREAM_API_KEY_SECRET"
 ENV_SECRETS_TTL = "SECRETS_TTL_SECONDS"
+ENV_UPSTREAM_PROVIDER = "UPSTREAM_PROVIDER"
+ENV_BEDROCK_REGION = "BEDROCK_REGION"
+ENV_BEDROCK_MODEL_MAP = "BEDROCK_MODEL_MAP"
+# The AWS SDKs' own service-specific endpoint variable (service id "Bedrock Runtime").
+ENV_BEDROCK_ENDPOINT_URL = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
 ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_ALLOW_FILES_API = "ALLOW_FILES_API"
@@ -102,6 +111,12 @@ DEFAULT_SECRETS_TTL = 60.0
 # The Files API is refused unless the operator turns it on: no policy can see
 # an uploaded file, and a later message may reference it by id.
 DEFAULT_ALLOW_FILES_API = False
+# `anthropic`: the Messages API at UPSTREAM_BASE_URL. `bedrock`: Claude on Amazon
+# Bedrock (bedrock-runtime), signed with the function's AWS credentials.
+PROVIDER_ANTHROPIC = "anthropic"
+PROVIDER_BEDROCK = "bedrock"
+UPSTREAM_PROVIDERS = (PROVIDER_ANTHROPIC, PROVIDER_BEDROCK)
+DEFAULT_UPSTREAM_PROVIDER = PROVIDER_ANTHROPIC
 
 # The Function URL rejects larger payloads; checking first means an oversized
 # body is refused before it is parsed or sent anywhere.
@@ -133,6 +148,10 @@ class Settings:
     """Read x-amzn-lambda-context / x-amzn-request-context. Only in Lambda is the
     adapter the one who sets them; elsewhere a client could pick the call id and
     the deadline."""
+    upstream_provider: str = DEFAULT_UPSTREAM_PROVIDER
+    bedrock_region: str | None = None
+    bedrock_model_map: str | None = None
+    bedrock_endpoint_url: str | None = None
 
     def __post_init__(self) -> None:
         # A typo here must stop the gateway at start-up: guessing a mode could
@@ -147,6 +166,15 @@ class Settings:
                     f"{ENV_GATEWAY_PUBLIC_URL} must be an http(s) URL without a query or fragment, "
                     f"got {self.public_url!r}"
                 )
+        if self.upstream_provider not in UPSTREAM_PROVIDERS:
+            raise ValueError(
+                f"{ENV_UPSTREAM_PROVIDER} must be one of {UPSTREAM_PROVIDERS}, "
+                f"got {self.upstream_provider!r}"
+            )
+
+    @property
+    def bedrock(self) -> bool:
+        return self.upstream_provider == PROVIDER_BEDROCK
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -177,6 +205,12 @@ class Settings:
             allow_files_api=_switch(ENV_ALLOW_FILES_API, env.get(ENV_ALLOW_FILES_API)),
             public_url=(env.get(ENV_GATEWAY_PUBLIC_URL) or "").strip().rstrip("/") or None,
             trust_lambda_context=bool(env.get(ENV_LAMBDA_TASK_ROOT)),
+            upstream_provider=(env.get(ENV_UPSTREAM_PROVIDER) or DEFAULT_UPSTREAM_PROVIDER)
+            .strip()
+            .lower(),
+            bedrock_region=env.get(ENV_BEDROCK_REGION) or None,
+            bedrock_model_map=env.get(ENV_BEDROCK_MODEL_MAP) or None,
+            bedrock_endpoint_url=env.get(ENV_BEDROCK_ENDPOINT_URL) or None,
         )
 
 
