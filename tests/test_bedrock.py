@@ -494,6 +494,13 @@ def test_bad_bedrock_configuration_fails_the_start() -> None:
         )
 
 
+def test_bedrock_region_defaults_to_the_functions_region() -> None:
+    region = {settings.ENV_AWS_REGION: "eu-central-1"}
+    assert settings.Settings.from_env(region).bedrock_region == "eu-central-1"
+    chosen = {**region, settings.ENV_BEDROCK_REGION: "us-east-1"}
+    assert settings.Settings.from_env(chosen).bedrock_region == "us-east-1"
+
+
 def test_count_tokens_answer_without_a_count_is_a_502(
     bedrock_gateway: Factory, bedrock: FakeBedrock
 ) -> None:

@@ -123,6 +123,9 @@ def test_fallback_makes_two_attempt_spans_under_the_function_with_typed_annotati
     assert type(annotations[settings.ANNOTATION_FALLBACK_POLICIES]) is str
     assert retry.annotations == {}
     assert XRAY_ANNOTATIONS not in retry.attributes
+    # The upstream's request id on each attempt, shown with it but not indexed.
+    assert failed.attributes[settings.ATTRIBUTE_UPSTREAM_REQUEST_ID] == "req_fake_error"
+    assert retry.attributes[settings.ATTRIBUTE_UPSTREAM_REQUEST_ID] == "req_fake"
 
 
 def test_one_span_per_attempt_including_retries_and_streams(

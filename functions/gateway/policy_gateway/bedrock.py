@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -151,11 +150,8 @@ class BedrockProvider:
 
     def __init__(self, config: settings.Settings, session: Session | None = None) -> None:
         session = session or Session()
-        region = (
-            config.bedrock_region
-            or os.environ.get("AWS_REGION")
-            or session.get_config_variable("region")
-        )
+        # Else the AWS configuration's (AWS_DEFAULT_REGION, the profile), as boto3 would.
+        region = config.bedrock_region or session.get_config_variable("region")
         if not region:
             raise ValueError(
                 f"{settings.ENV_BEDROCK_REGION} (or the function's AWS_REGION) must be set"

@@ -65,6 +65,8 @@ ENV_BEDROCK_REGION = "BEDROCK_REGION"
 ENV_BEDROCK_MODEL_MAP = "BEDROCK_MODEL_MAP"
 # The AWS SDKs' own service-specific endpoint variable (service id "Bedrock Runtime").
 ENV_BEDROCK_ENDPOINT_URL = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
+# Set by Lambda itself: the function's Region, BEDROCK_REGION's default.
+ENV_AWS_REGION = "AWS_REGION"
 ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_ALLOW_FILES_API = "ALLOW_FILES_API"
@@ -208,7 +210,7 @@ class Settings:
             upstream_provider=(env.get(ENV_UPSTREAM_PROVIDER) or DEFAULT_UPSTREAM_PROVIDER)
             .strip()
             .lower(),
-            bedrock_region=env.get(ENV_BEDROCK_REGION) or None,
+            bedrock_region=env.get(ENV_BEDROCK_REGION) or env.get(ENV_AWS_REGION) or None,
             bedrock_model_map=env.get(ENV_BEDROCK_MODEL_MAP) or None,
             bedrock_endpoint_url=env.get(ENV_BEDROCK_ENDPOINT_URL) or None,
         )
