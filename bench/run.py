@@ -213,18 +213,30 @@ class Environment:
         create_table(client("dynamodb"), BUDGET_TABLE)
 
     def gateway_env(
-        self, chain: str, flag: str = FLAG_OFF, budget_table: str | None = None
+        self,
+        chain: str,
+        flag: str = FLAG_OFF,
+        budget_table: str | None = None,
+        bedrock: bool = False,
     ) -> dict[str, str]:
         env = {
             key: value
             for key, value in os.environ.items()
-            if not key.startswith(("AWS_", "POLICY_", "FALLBACK_", "LAMBDA_"))
+            if not key.startswith(("AWS_", "POLICY_", "FALLBACK_", "LAMBDA_", "UPSTREAM_"))
         }
+        upstream = f"http://{HOST}:{self.upstream_port}"
+        # The stub answers Bedrock's paths too; the gateway signs for it as for AWS.
+        provider = (
+            {"UPSTREAM_PROVIDER": "bedrock", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": upstream}
+            if bedrock
+            else {}
+        )
         return {
             **env,
             **self.aws,
+            **provider,
             "PYTHONUNBUFFERED": "1",
-            "UPSTREAM_BASE_URL": f"http://{HOST}:{self.upstream_port}",
+            "UPSTREAM_BASE_URL": upstream,
             "POLICY_CONFIG": chain,
             "FALLBACK_FLAG_PARAMETER": flag,
             "FALLBACK_BUDGET": UNLIMITED_BUDGET,
@@ -233,11 +245,16 @@ class Environment:
 
     @contextmanager
     def gateway(
-        self, name: str, chain: str, flag: str = FLAG_OFF, budget_table: str | None = None
+        self,
+        name: str,
+        chain: str,
+        flag: str = FLAG_OFF,
+        budget_table: str | None = None,
+        bedrock: bool = False,
     ) -> Iterator[int]:
         """A gateway child process; yields its port."""
         port = free_port()
-        env = self.gateway_env(chain, flag, budget_table)
+        env = self.gateway_env(chain, flag, budget_table, bedrock)
         with running(gateway_args(port), env, f"{name}.log", port):
             yield port
 
@@ -386,6 +403,51 @@ def measure_results_stream(env: Environment, gateway: int, raw: dict[str, Any]) 
         "report",
         None,
         f"direct {RESULT_LINES / statistics.median(dr):,.0f} lines/s",
+    )
+
+
+def measure_bedrock_stream(anthropic: int, bedrock: int, raw: dict[str, Any]) -> Figure:
+    """Relay throughput with Bedrock's event stream decoded to SSE, against the SSE relay.
+
+    Both gateways take the same stub's stream of the same events, paired back
+    to back; the Bedrock one also checks two CRCs per message and decodes the
+    base64 event inside it.
+    """
+    body = json.loads(request_body(1024, stream=True))
+    body["model"] = f"anthropic.bench-{THROUGHPUT_EVENTS}"
+    payload = json.dumps(body).encode()
+    headers = {"x-bench-events": str(THROUGHPUT_EVENTS)}
+
+    def relay(connection: Connection) -> Call:
+        def call() -> Response:
+            response = connection.post(PATH, payload, headers)
+            if response.events != THROUGHPUT_EVENTS:
+                raise RuntimeError(f"{response.events} of {THROUGHPUT_EVENTS} events arrived")
+            return response
+
+        return call
+
+    via_bedrock, via_anthropic = paired(
+        relay(Connection(HOST, bedrock)),
+        relay(Connection(HOST, anthropic)),
+        THROUGHPUT_RUNS,
+        warmup=2,
+    )
+    raw["bedrock_stream"] = {
+        "events": THROUGHPUT_EVENTS,
+        "bedrock_s": via_bedrock,
+        "anthropic_s": via_anthropic,
+    }
+    rate = THROUGHPUT_EVENTS / statistics.median(via_bedrock)
+    anthropic_rate = THROUGHPUT_EVENTS / statistics.median(via_anthropic)
+    share = rate / anthropic_rate
+    return Figure(
+        f"(2b) Bedrock relay throughput, {THROUGHPUT_EVENTS}-event stream",
+        rate,
+        "events/s",
+        ">= 0.5x Anthropic path",
+        share >= 0.5,
+        f"Anthropic path {anthropic_rate:,.0f} events/s; {share:.2f}x",
     )
 
 
@@ -627,6 +689,8 @@ def main() -> int:
         with env.gateway("noop", NOOP_CHAIN) as noop:
             figures += measure_latency(env, noop, raw)
             figures += measure_streaming(env, noop, raw)
+            with env.gateway("bedrock", NOOP_CHAIN, bedrock=True) as bedrock:
+                figures.append(measure_bedrock_stream(noop, bedrock, raw))
         with env.gateway("results", BLOCK_CHAIN) as results:
             figures.append(measure_results_stream(env, results, raw))
         with (

@@ -10,16 +10,25 @@ Replies are chosen by request headers, which the gateway forwards untouched:
     x-bench-lines: N         answer with a batch results file (JSONL) of N entries, every
                              tenth a `bash` tool call, in 64 KB chunks
 
+It also stands in for Bedrock's InvokeModelWithResponseStream, whose requests
+carry no client headers: `POST /model/anthropic.bench-N/invoke-with-response-stream`
+answers the same N-event stream in AWS event-stream framing, one message per
+HTTP chunk, as Bedrock sends it.
+
     python bench/upstream_stub.py PORT
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import re
 import sys
 from functools import cache
 from typing import Any
+
+from policy_gateway.eventstream import encode_message
 
 MESSAGE = json.dumps(
     {
@@ -42,31 +51,49 @@ REJECTION = json.dumps(
 ).encode()
 
 
-def _frame(name: str, payload: dict[str, Any]) -> bytes:
-    data = f"event: {name}\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
+BEDROCK_STREAM = re.compile(r"^/model/anthropic\.bench-(\d+)/invoke-with-response-stream$")
+
+
+def _http_chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
+def _frame(name: str, payload: dict[str, Any]) -> bytes:
+    data = json.dumps(payload, separators=(",", ":"))
+    return _http_chunk(f"event: {name}\ndata: {data}\n\n".encode())
+
+
+def _bedrock_frame(name: str, payload: dict[str, Any]) -> bytes:
+    data = base64.b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode()
+    headers = {
+        ":event-type": "chunk",
+        ":content-type": "application/json",
+        ":message-type": "event",
+    }
+    return _http_chunk(encode_message(headers, json.dumps({"bytes": data, "p": "abcd"}).encode()))
+
+
 @cache
-def stream_chunks(events: int) -> tuple[bytes, ...]:
+def stream_chunks(events: int, bedrock: bool = False) -> tuple[bytes, ...]:
     """A well-formed Messages stream of exactly `events` events, one HTTP chunk each."""
+    frame = _bedrock_frame if bedrock else _frame
     start = {"type": "message_start", "message": {**json.loads(MESSAGE), "content": []}}
     head = [
-        _frame("message_start", start),
-        _frame(
+        frame("message_start", start),
+        frame(
             "content_block_start",
             {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
         ),
     ]
     tail = [
-        _frame("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        _frame(
+        frame("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        frame(
             "message_delta",
             {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}},
         ),
-        _frame("message_stop", {"type": "message_stop"}),
+        frame("message_stop", {"type": "message_stop"}),
     ]
-    delta = _frame(
+    delta = frame(
         "content_block_delta",
         {
             "type": "content_block_delta",
@@ -138,8 +165,8 @@ class StubProtocol(asyncio.Protocol):
                 end = self._buffer.find(b"\r\n\r\n")
                 if end < 0:
                     return
-                lines = bytes(self._buffer[:end]).decode("latin-1").split("\r\n")[1:]
-                headers = {}
+                request_line, *lines = bytes(self._buffer[:end]).decode("latin-1").split("\r\n")
+                headers = {":path": request_line.split(" ")[1]}
                 for line in lines:
                     name, _, value = line.partition(":")
                     headers[name.strip().lower()] = value.strip()
@@ -155,6 +182,7 @@ class StubProtocol(asyncio.Protocol):
     def _answer(self, headers: dict[str, str], body: bytes) -> None:
         assert self._transport is not None
         marker = headers.get("x-bench-reject")
+        bedrock = BEDROCK_STREAM.match(headers[":path"])
         if marker and marker.encode() in body:
             self._send_json(400, REJECTION)
         elif "x-bench-lines" in headers:
@@ -166,8 +194,11 @@ class StubProtocol(asyncio.Protocol):
                 + b"".join(results_chunks(int(headers["x-bench-lines"])))
                 + b"0\r\n\r\n"
             )
-        elif "x-bench-events" in headers:
-            chunks = stream_chunks(int(headers["x-bench-events"]))
+        elif "x-bench-events" in headers or bedrock:
+            if bedrock:
+                chunks = stream_chunks(int(bedrock.group(1)), bedrock=True)
+            else:
+                chunks = stream_chunks(int(headers["x-bench-events"]))
             interval = float(headers.get("x-bench-interval-ms", "0")) / 1000
             self._transport.write(
                 _response_head(

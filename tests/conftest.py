@@ -16,6 +16,7 @@ import boto3
 import httpx2
 import pytest
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf import cloudwatch as emf_module
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 from policy_gateway import settings
@@ -24,6 +25,7 @@ from policy_gateway.budget import create_table
 from policy_gateway.logs import logger
 
 from .support.clock import ManualClock
+from .support.fake_bedrock import FakeBedrock
 from .support.fake_upstream import FakeUpstream
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.servers import ThreadedServer, free_port
@@ -128,6 +130,42 @@ def xray() -> Iterator[XRayEndpoint]:
 def clock() -> ManualClock:
     """Time for the TTL caches of a gateway started with `make_gateway(clock=clock)`."""
     return ManualClock()
+
+
+BEDROCK_REGION = "us-west-2"
+
+
+@pytest.fixture(scope="session")
+def _bedrock_server() -> Iterator[tuple[FakeBedrock, ThreadedServer]]:
+    credentials = Credentials(
+        AWS_TEST_ENV["AWS_ACCESS_KEY_ID"],
+        AWS_TEST_ENV["AWS_SECRET_ACCESS_KEY"],
+        AWS_TEST_ENV["AWS_SESSION_TOKEN"],
+    )
+    fake = FakeBedrock(BEDROCK_REGION, credentials)
+    server = ThreadedServer(fake).start()
+    yield fake, server
+    server.stop()
+
+
+@pytest.fixture
+def bedrock(_bedrock_server: tuple[FakeBedrock, ThreadedServer]) -> FakeBedrock:
+    """The fake bedrock-runtime, emptied; its URL is `bedrock_env`'s endpoint."""
+    fake, _ = _bedrock_server
+    fake.reset()
+    return fake
+
+
+@pytest.fixture
+def bedrock_env(
+    _bedrock_server: tuple[FakeBedrock, ThreadedServer], bedrock: FakeBedrock
+) -> dict[str, str]:
+    """The environment of a gateway whose upstream is the fake Bedrock."""
+    return {
+        settings.ENV_UPSTREAM_PROVIDER: settings.PROVIDER_BEDROCK,
+        settings.ENV_BEDROCK_REGION: BEDROCK_REGION,
+        settings.ENV_BEDROCK_ENDPOINT_URL: _bedrock_server[1].url,
+    }
 
 
 @pytest.fixture

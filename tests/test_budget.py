@@ -38,6 +38,7 @@ from policy_gateway.budget import (
 from policy_gateway.lambda_context import from_headers
 from starlette.types import Receive, Scope, Send
 
+from .support.cfn import insight_rule_body
 from .support.cli import cli, status_of
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
 from .support.gateway import GatewayFactory, GatewayStdout
@@ -524,8 +525,6 @@ def test_the_insight_rule_counts_fallback_and_denied_lines(
     gateway_stdout: GatewayStdout,
     set_flag: Callable[[str], None],
 ) -> None:
-    from .test_template import insight_rule_body
-
     rule = insight_rule_body()
     set_flag("true")
     upstream.rules = reject_the_rewrite

@@ -17,9 +17,11 @@ import pytest
 from policy_gateway import settings
 
 from .support.clock import eventually
+from .support.fake_bedrock import FakeBedrock
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import ROOT, gateway_process, json_lines
+from .support.traces import XRayEndpoint, xray_header
 
 
 def printed_json(path: Path) -> list[dict[str, Any]]:
@@ -115,3 +117,35 @@ def test_every_call_flushes_request_metrics(
     assert any(settings.METRIC_TIME_TO_FIRST_EVENT in line for line in emf)
     for line in emf:
         assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
+
+
+def test_bedrock_request_id_is_on_the_attempt_span_and_the_call_log_line(
+    tmp_path: Path, bedrock: FakeBedrock, bedrock_env: dict[str, str], xray: XRayEndpoint
+) -> None:
+    env = {
+        **base_env("http://127.0.0.1:9"),
+        **bedrock_env,
+        settings.ENV_POLICY_CONFIG: "",
+        settings.ENV_LAMBDA_TASK_ROOT: str(tmp_path),
+        settings.ENV_XRAY_DAEMON_ADDRESS: xray.address,
+        settings.ENV_OTLP_ENDPOINT: "",
+    }
+    stdout = tmp_path / "gateway.out"
+    with gateway_process(env, stdout_path=stdout) as (url, _):
+        header, _, _ = xray_header()
+        client = sdk(url, default_headers={"x-amzn-trace-id": header})
+        reply = client.messages.with_raw_response.create(
+            model="anthropic.claude-sonnet-4-5-20250929-v1:0",
+            max_tokens=16,
+            messages=[{"role": "user", "content": "hi"}],
+        )
+        request_id = reply.headers["request-id"]
+        (attempt,) = xray.spans(expect=1)
+    assert request_id.startswith("fake-bedrock-")
+    assert bedrock.requests[0].signature_valid
+    assert attempt.name == "upstream policy attempt 1"
+    assert attempt.attributes[settings.ATTRIBUTE_UPSTREAM_REQUEST_ID] == request_id
+    # Shown with the span, not an annotation: the indexed set is the same as for Anthropic.
+    assert attempt.annotations == {}
+    (line,) = [line for line in printed_json(stdout) if line.get("message") == "call finished"]
+    assert line["upstream_request_id"] == request_id

@@ -24,7 +24,7 @@ from fallback_breaker import handler as breaker
 from gateway_policies.loader import load_chain
 from policy_gateway import budget, settings
 
-from .support.cfn import ROOT, TEMPLATE, Stack, load_template
+from .support.cfn import ROOT, TEMPLATE, Stack, insight_rule_body, load_template
 from .support.fake_upstream import FakeUpstream, Reply
 from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import gateway_process, json_lines
@@ -101,6 +101,10 @@ def _metric_names() -> set[str]:
         for name, value in vars(settings).items()
         if name.startswith("METRIC_") and isinstance(value, str)
     }
+
+
+def _if_anthropic(value: object) -> Json:
+    return {"Fn::If": ["UsesAnthropic", value, {"Ref": "AWS::NoValue"}]}
 
 
 # ----------------------------------------------------------------- the function
@@ -265,11 +269,16 @@ def test_environment_uses_the_names_settings_reads() -> None:
     assert _parameter_default("UpstreamBaseUrl") == settings.DEFAULT_UPSTREAM_BASE_URL
     assert _ref(env[ENV_AUTH_MODE]) == "AuthMode"
     assert _ref(env[ENV_GATEWAY_KEYS_SECRET]) == "GatewayKeysSecret"
-    assert _ref(env[ENV_UPSTREAM_API_KEY_SECRET]) == "UpstreamApiKeySecret"
+    assert env[ENV_UPSTREAM_API_KEY_SECRET] == _if_anthropic({"Ref": "UpstreamApiKeySecret"})
     assert _ref(env[settings.ENV_ALLOW_FILES_API]) == "AllowFilesApi"
     assert _parameter_default("AllowFilesApi") == str(settings.DEFAULT_ALLOW_FILES_API).lower()
     assert _ref(env[settings.ENV_GATEWAY_PUBLIC_URL]) == "GatewayPublicUrl"
     assert _parameter_default("GatewayPublicUrl") == ""
+    assert _ref(env[settings.ENV_UPSTREAM_PROVIDER]) == "UpstreamProvider"
+    assert _ref(env[settings.ENV_BEDROCK_MODEL_MAP]) == "BedrockModelMap"
+    assert env[settings.ENV_BEDROCK_REGION] == {
+        "Fn::If": ["HasBedrockRegion", {"Ref": "BedrockRegion"}, {"Ref": "AWS::Region"}]
+    }
     # Every other variable must be a name the code knows: a typo here would be
     # silently ignored at run time.
     known = {
@@ -545,12 +554,19 @@ def test_dashboard_charts_every_metric_with_the_emitted_dimension() -> None:
 # ------------------------------------------------------------------------ IAM
 
 
+BEDROCK_ACTIONS = [
+    "bedrock:InvokeModel",
+    "bedrock:InvokeModelWithResponseStream",
+    "bedrock:CountTokens",
+]
+
+
 def test_iam_is_scoped_to_the_two_parameters_the_two_secrets_and_the_budget_table() -> None:
     policies = _function()["Policies"]
     # Only inline statements: SAM policy templates such as SSMParameterReadPolicy
     # add ssm:DescribeParameters on "*".
     assert all(isinstance(p, dict) and set(p) == {"Statement"} for p in policies)
-    statements = [s for p in policies for s in p["Statement"]]
+    statements = [s for p in policies for s in p["Statement"] if "Fn::If" not in s]
     by_service: dict[str, list[Any]] = {}
     for statement in statements:
         assert statement["Effect"] == "Allow"
@@ -574,10 +590,45 @@ def test_iam_is_scoped_to_the_two_parameters_the_two_secrets_and_the_budget_tabl
         f"arn:aws:ssm:us-east-1:123456789012:parameter{name}"
         for name in (settings.DEFAULT_FLAG_PARAMETER, settings.DEFAULT_POLICY_CONFIG_PARAMETER)
     )
-    assert sorted(_ref(r) for r in by_service["secretsmanager:GetSecretValue"]) == [
-        "GatewayKeysSecret",
-        "UpstreamApiKeySecret",
+    assert by_service["secretsmanager:GetSecretValue"] == [
+        {"Ref": "GatewayKeysSecret"},
+        _if_anthropic({"Ref": "UpstreamApiKeySecret"}),
     ]
+
+
+def test_bedrock_mode_grants_claude_inference_and_needs_no_anthropic_key() -> None:
+    assert PARAMETERS["UpstreamProvider"]["Default"] == settings.DEFAULT_UPSTREAM_PROVIDER
+    assert set(PARAMETERS["UpstreamProvider"]["AllowedValues"]) == set(settings.UPSTREAM_PROVIDERS)
+    assert json.loads(_parameter_default("BedrockModelMap")) == {}
+    conditional = [
+        s["Fn::If"] for p in _function()["Policies"] for s in p["Statement"] if "Fn::If" in s
+    ]
+    assert len(conditional) == 1
+    condition, statement, otherwise = conditional[0]
+    assert condition == "UsesBedrock"
+    assert otherwise == {"Ref": "AWS::NoValue"}
+    assert TEMPLATE_JSON["Conditions"]["UsesBedrock"] == {
+        "Fn::Equals": [{"Ref": "UpstreamProvider"}, settings.PROVIDER_BEDROCK]
+    }
+    assert statement["Effect"] == "Allow"
+    assert statement["Action"] == BEDROCK_ACTIONS
+    # Anthropic models only: every resource names them (or this account's profiles).
+    resources = [r["Fn::Sub"] for r in statement["Resource"]]
+    assert resources == [
+        "arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.*",
+        "arn:${AWS::Partition}:bedrock:*:${AWS::AccountId}:inference-profile/*anthropic.*",
+        "arn:${AWS::Partition}:bedrock:*:${AWS::AccountId}:application-inference-profile/*",
+    ]
+    # No Anthropic key in bedrock mode: the secret and its outputs exist only for anthropic.
+    assert RESOURCES["UpstreamApiKeySecret"]["Condition"] == "UsesAnthropic"
+    assert OUTPUTS["UpstreamApiKeySecretArn"]["Condition"] == "UsesAnthropic"
+    assert OUTPUTS["UpstreamApiKeyPutCommand"]["Condition"] == "UsesAnthropic"
+    # A public URL must not relay unauthenticated callers to Bedrock.
+    rule = TEMPLATE_JSON["Rules"]["BedrockNeedsAnAuthenticatedCaller"]
+    assert rule["RuleCondition"] == {
+        "Fn::Equals": [{"Ref": "UpstreamProvider"}, settings.PROVIDER_BEDROCK]
+    }
+    assert settings.AUTH_PASSTHROUGH in json.dumps(rule["Assertions"])
 
 
 def test_secrets_and_auth_mode() -> None:
@@ -866,15 +917,6 @@ def test_breaker_function_is_least_privilege_and_reads_the_gateways_names() -> N
             "ssm:PutParameter": [flag_arn],
             "sns:Publish": ["gw/AlarmTopic"],
         }
-
-
-def insight_rule_body() -> Json:
-    rule = _resource("FallbackCallersInsightRule", "AWS::CloudWatch::InsightRule")
-    assert rule["RuleName"] == {"Fn::Sub": "${AWS::StackName}-fallback-callers"}
-    assert rule["RuleState"] == "ENABLED"
-    body = json.loads(rule["RuleBody"]["Fn::Sub"])
-    assert isinstance(body, dict)
-    return body
 
 
 def test_insight_rule_counts_callers_in_the_gateways_log_group() -> None:

@@ -36,14 +36,8 @@ from .support.traces import (
     OTLPReceiver,
     ReceivedSpan,
     XRayEndpoint,
+    xray_header,
 )
-
-
-def xray_header(sampled: str = "1") -> tuple[str, str, str]:
-    """A Function URL trace header: (header, Root, Parent)."""
-    root = f"1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]}"
-    parent = uuid.uuid4().hex[:16]
-    return f"Root={root};Parent={parent};Sampled={sampled}", root, parent
 
 
 def lambda_env(upstream_url: str, endpoint: XRayEndpoint, tmp_path: Path) -> dict[str, str]:
@@ -122,6 +116,9 @@ def test_fallback_makes_two_attempt_spans_under_the_function_with_typed_annotati
     assert type(annotations[settings.ANNOTATION_FALLBACK_POLICIES]) is str
     assert retry.annotations == {}
     assert XRAY_ANNOTATIONS not in retry.attributes
+    # The upstream's request id on each attempt, shown with it but not indexed.
+    assert failed.attributes[settings.ATTRIBUTE_UPSTREAM_REQUEST_ID] == "req_fake_error"
+    assert retry.attributes[settings.ATTRIBUTE_UPSTREAM_REQUEST_ID] == "req_fake"
 
 
 def test_one_span_per_attempt_including_retries_and_streams(

@@ -32,6 +32,18 @@ def load_template() -> Json:
     return loaded
 
 
+def insight_rule_body() -> Json:
+    """The Contributor Insights rule that ranks fallback callers, as the template writes it."""
+    resource = load_template()["Resources"]["FallbackCallersInsightRule"]
+    assert resource["Type"] == "AWS::CloudWatch::InsightRule"
+    rule = resource["Properties"]
+    assert rule["RuleName"] == {"Fn::Sub": "${AWS::StackName}-fallback-callers"}
+    assert rule["RuleState"] == "ENABLED"
+    body = json.loads(rule["RuleBody"]["Fn::Sub"])
+    assert isinstance(body, dict)
+    return body
+
+
 class Stack:
     """One deployment of a template: its name, region and parameter values."""
 

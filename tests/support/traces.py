@@ -14,6 +14,7 @@ import json
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,3 +183,10 @@ class OTLPReceiver:
             if len(received) >= expect or time.monotonic() > deadline:
                 return received
             time.sleep(0.02)
+
+
+def xray_header(sampled: str = "1") -> tuple[str, str, str]:
+    """A Function URL trace header: (header, Root, Parent)."""
+    root = f"1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]}"
+    parent = uuid.uuid4().hex[:16]
+    return f"Root={root};Parent={parent};Sampled={sampled}", root, parent

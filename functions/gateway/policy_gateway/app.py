@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from . import surface
+from . import settings, surface
 from .errors import error_body
 from .settings import Settings
 
@@ -39,6 +39,20 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     else:
         message = exc.detail
     return JSONResponse(error_body(exc.status_code, message), status_code=exc.status_code)
+
+
+class _NotOnBedrock:
+    """An Anthropic-only route under UPSTREAM_PROVIDER=bedrock: answered here, before any
+    key is read, so the client's credentials go nowhere. An ASGI app rather than a
+    function, so that Starlette keeps the route's own methods (all, for the Files API)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = (
+            f"{scope['method']} {scope['path']} is not available with the Bedrock provider "
+            f"({settings.ENV_UPSTREAM_PROVIDER}={settings.PROVIDER_BEDROCK}): Amazon Bedrock "
+            "offers only /v1/messages and /v1/messages/count_tokens."
+        )
+        await JSONResponse(error_body(404, message), status_code=404)(scope, receive, send)
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
@@ -160,7 +174,9 @@ def create_app(config: Settings | None = None, clock: Callable[[], float] = time
             *(
                 Route(
                     route.path,
-                    gateway.endpoint(route.endpoint, route.handler),
+                    gateway.endpoint(route.endpoint, route.handler)
+                    if surface.offered_by_bedrock(route) or not config.bedrock
+                    else _NotOnBedrock(),
                     methods=list(route.methods) if route.methods else None,
                 )
                 for route in surface.ROUTES

@@ -206,22 +206,27 @@ class GatewayKeyAuth:
     def __init__(
         self,
         keys_secret: str,
-        upstream_secret: str,
+        upstream_secret: str | None,
         ttl: float,
         reader: Callable[[str], str] = read_secret,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`upstream_secret` None: the upstream takes no API key (Bedrock signs with IAM)."""
         self._keys: TTLCache[tuple[GatewayKey, ...] | None] = TTLCache(
             lambda: parse_gateway_keys(reader(keys_secret)),
             ttl,
             partial(_keep_last_good, keys_secret),
             clock,
         )
-        self._upstream_key: TTLCache[str | None] = TTLCache(
-            lambda: parse_api_key(reader(upstream_secret)),
-            ttl,
-            partial(_keep_last_good, upstream_secret),
-            clock,
+        self._upstream_key: TTLCache[str | None] | None = (
+            None
+            if upstream_secret is None
+            else TTLCache(
+                lambda: parse_api_key(reader(upstream_secret)),
+                ttl,
+                partial(_keep_last_good, upstream_secret),
+                clock,
+            )
         )
 
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
@@ -238,10 +243,12 @@ class GatewayKeyAuth:
                 "Invalid or missing gateway key: send it as x-api-key or Authorization: Bearer.",
                 "authentication_error",
             )
+        headers = [item for item in upstream_headers(raw) if item[0] not in _CREDENTIAL_HEADERS]
+        if self._upstream_key is None:
+            return Credentials(headers, tuple(presented), caller)
         api_key = await self._upstream_key.get()
         if api_key is None:
             raise _unavailable()
-        headers = [item for item in upstream_headers(raw) if item[0] not in _CREDENTIAL_HEADERS]
         headers.append(("x-api-key", api_key))
         return Credentials(headers, (*presented, api_key.encode()), caller)
 
@@ -250,7 +257,7 @@ def authenticator(config: settings.Settings) -> Authenticator:
     if config.auth_mode == settings.AUTH_GATEWAY_KEY:
         return GatewayKeyAuth(
             config.gateway_keys_secret,
-            config.upstream_api_key_secret,
+            None if config.bedrock else config.upstream_api_key_secret,
             config.secrets_ttl,
             clock=config.clock,
         )

@@ -121,14 +121,15 @@ async def record(
         extra={
             "call_id": ctx.call_id,
             "fallback_status": error.status,
-            "upstream_error_type": _scrubbed(scrub, error.error_type),
-            "upstream_request_id": _scrubbed(scrub, error.request_id),
+            "upstream_error_type": scrubbed(scrub, error.error_type),
+            "upstream_request_id": scrubbed(scrub, error.request_id),
             **details,
         },
     )
 
 
-def _scrubbed(scrub: Callable[[bytes], bytes], text: str | None) -> str | None:
+def scrubbed(scrub: Callable[[bytes], bytes], text: str | None) -> str | None:
+    """An upstream value for a log line, with the call's credentials scrubbed from it."""
     return None if text is None else scrub(text.encode()).decode("utf-8", "replace")
 
 

@@ -80,6 +80,7 @@ class Call:
     fallback: str = "none"
     disconnected: bool = False
     caller: str | None = None
+    upstream_request_id: str | None = None
 
 
 class GatewayEndpoint:
@@ -132,6 +133,7 @@ class GatewayEndpoint:
                 "attempts": call.attempts,
                 "fallback": call.fallback,
                 "caller": call.caller,
+                "upstream_request_id": call.upstream_request_id,
                 "latency_ms": round(elapsed_ms, 2),
             },
         )
@@ -263,14 +265,20 @@ class MessagesEndpoint(GatewayEndpoint):
 
         async def attempt(body: bytes, label: str) -> UpstreamResponse:
             call.attempts += 1
-            return await gateway.relay.attempt(
-                path,
-                body,
-                forward,
-                stream=call.stream,
-                label=label,
-                deadline=deadline,
-            )
+            try:
+                upstream = await gateway.relay.attempt(
+                    path,
+                    body,
+                    forward,
+                    stream=call.stream,
+                    label=label,
+                    deadline=deadline,
+                )
+            except UpstreamStatusError as error:
+                call.upstream_request_id = fallback.scrubbed(credentials.scrub, error.request_id)
+                raise
+            call.upstream_request_id = fallback.scrubbed(credentials.scrub, upstream.request_id)
+            return upstream
 
         async def reach_upstream() -> UpstreamResponse:
             try:

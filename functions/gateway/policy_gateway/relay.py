@@ -6,6 +6,12 @@ Retries follow the SDK: 408, 409, 429 and 5xx, and connection errors, up to
 UPSTREAM_MAX_RETRIES times; `x-should-retry` and `retry-after(-ms)` are
 honoured; a stream that has started is never retried. Every attempt is one
 trace span.
+
+What differs between upstream APIs sits behind `Provider`: the Anthropic API
+(this module) or Amazon Bedrock (bedrock.py, imported only when configured).
+A provider turns the gateway's request into the upstream's, signs it, and
+turns the upstream's answers, errors and stream framing back into the
+Messages API's, so the pipeline, the policies and the fallback see one API.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import anyio
 import httpx2
@@ -27,6 +34,90 @@ from .headers import downstream_headers
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
+
+
+@dataclass(frozen=True)
+class Outbound:
+    """One request as the upstream takes it."""
+
+    url: str
+    body: bytes
+    headers: list[tuple[str, str]]
+
+
+class Provider(Protocol):
+    """What differs between upstream APIs; retries, timeouts, spans and metrics do not."""
+
+    request_id_header: str
+    """The response header carrying the upstream's id for the request."""
+
+    def outbound(
+        self, path: str, body: bytes, headers: Sequence[tuple[str, str]], *, stream: bool
+    ) -> Outbound:
+        """The upstream request for a gateway call (raises GatewayError if it has none)."""
+        ...
+
+    async def sign(self, request: httpx2.Request) -> None:
+        """Authenticate one attempt (each retry is signed afresh)."""
+        ...
+
+    def status_error(self, status: int, headers: httpx2.Headers, body: bytes) -> tuple[int, bytes]:
+        """The Messages API status and error body for an upstream error."""
+        ...
+
+    def answer(self, path: str, body: bytes) -> bytes:
+        """The Messages API body for a successful non-streaming answer."""
+        ...
+
+    def events(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """The stream as Messages API SSE bytes."""
+        ...
+
+    def downstream(self, headers: httpx2.Headers) -> list[tuple[bytes, bytes]]:
+        """The response headers the client gets."""
+        ...
+
+
+class AnthropicProvider:
+    """The Messages API itself: everything passes through as it is."""
+
+    request_id_header = "request-id"
+
+    def __init__(self, base_url: str) -> None:
+        if httpx2.URL(base_url).scheme not in ("http", "https"):
+            # Fail the start, not every call: a base URL without a scheme is a
+            # configuration error the readiness check should surface.
+            raise ValueError(f"{settings.ENV_UPSTREAM_BASE_URL} must be an http(s) URL")
+        self._base_url = base_url.rstrip("/")
+
+    def outbound(
+        self, path: str, body: bytes, headers: Sequence[tuple[str, str]], *, stream: bool
+    ) -> Outbound:
+        return Outbound(self._base_url + path, body, list(headers))
+
+    async def sign(self, request: httpx2.Request) -> None:
+        pass
+
+    def status_error(self, status: int, headers: httpx2.Headers, body: bytes) -> tuple[int, bytes]:
+        return status, body
+
+    def answer(self, path: str, body: bytes) -> bytes:
+        return body
+
+    def events(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        return chunks
+
+    def downstream(self, headers: httpx2.Headers) -> list[tuple[bytes, bytes]]:
+        return downstream_headers(headers.multi_items())
+
+
+def provider_for(config: settings.Settings) -> Provider:
+    if config.bedrock:
+        # Imported only here: it brings botocore, which the Anthropic path never needs.
+        from .bedrock import BedrockProvider
+
+        return BedrockProvider(config)
+    return AnthropicProvider(config.upstream_base_url)
 
 
 class UpstreamStatusError(Exception):
@@ -89,7 +180,8 @@ class UpstreamStatusError(Exception):
 
     @property
     def request_id(self) -> str | None:
-        """The upstream's `request-id` header: what Anthropic support asks for."""
+        """The upstream's `request-id` header: what Anthropic support asks for (a Bedrock
+        provider adds it from `x-amzn-requestid`)."""
         for key, value in self.headers:
             if key == b"request-id":
                 return value.decode("latin-1")[:100]
@@ -112,15 +204,21 @@ class UpstreamResponse:
     headers: list[tuple[bytes, bytes]]
     _response: httpx2.Response = field(repr=False)
     span: tracing.Span = field(repr=False)
+    request_id: str | None
+    _provider: Provider = field(repr=False)
+    _path: str
 
     async def read(self) -> bytes:
         try:
-            return await self._response.aread()
+            return self._provider.answer(self._path, await self._response.aread())
         finally:
             await self.close()
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        """The body as it arrives; a reset or a stall mid-stream is UpstreamUnavailable."""
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, as SSE; a reset or a stall mid-stream is UpstreamUnavailable."""
+        return self._provider.events(self._raw_chunks())
+
+    async def _raw_chunks(self) -> AsyncIterator[bytes]:
         try:
             async for chunk in self._response.aiter_bytes():
                 yield chunk
@@ -134,13 +232,12 @@ class UpstreamResponse:
             await self._response.aclose()
 
 
-def _should_retry(response: httpx2.Response) -> bool:
-    explicit = response.headers.get("x-should-retry")
+def _should_retry(status: int, headers: httpx2.Headers) -> bool:
+    explicit = headers.get("x-should-retry")
     if explicit == "true":
         return True
     if explicit == "false":
         return False
-    status = response.status_code
     return status in (408, 409, 429) or status >= 500
 
 
@@ -173,13 +270,12 @@ class Relay:
     """A pooled HTTP client for the upstream, shared by every call in the process."""
 
     def __init__(
-        self, config: settings.Settings, transport: httpx2.AsyncBaseTransport | None = None
+        self,
+        config: settings.Settings,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        provider: Provider | None = None,
     ):
-        if httpx2.URL(config.upstream_base_url).scheme not in ("http", "https"):
-            # Fail the start, not every call: a base URL without a scheme is a
-            # configuration error the readiness check should surface.
-            raise ValueError(f"{settings.ENV_UPSTREAM_BASE_URL} must be an http(s) URL")
-        self._base_url = config.upstream_base_url.rstrip("/")
+        self._provider = provider or provider_for(config)
         self._max_retries = max(0, config.upstream_max_retries)
         self._client = httpx2.AsyncClient(
             timeout=httpx2.Timeout(
@@ -210,14 +306,17 @@ class Relay:
         UpstreamStatusError or UpstreamUnavailable otherwise. `deadline` (a
         time.time() value) stops retries that could not finish in time.
         """
+        provider = self._provider
+        outbound = provider.outbound(path, body, headers, stream=stream)
         try:
             request = self._client.build_request(
-                method, self._base_url + path, content=body, headers=list(headers)
+                method, outbound.url, content=outbound.body, headers=outbound.headers
             )
         except UnicodeEncodeError:
             raise GatewayError(400, "A request header value is not ASCII.") from None
         retry = 0
         while True:
+            await provider.sign(request)
             span = tracing.start_span(f"upstream {label} attempt {retry + 1}")
             try:
                 response, error = await self._exchange(request, stream=stream, span=span)
@@ -236,12 +335,15 @@ class Relay:
                 if error is None:
                     return UpstreamResponse(
                         response.status_code,
-                        downstream_headers(response.headers.multi_items()),
+                        provider.downstream(response.headers),
                         response,
                         span,
+                        _request_id(response, provider, span),
+                        provider,
+                        path,
                     )
                 delay = _retry_delay(retry, response.headers)
-                retryable = _should_retry(response)
+                retryable = _should_retry(error.status, response.headers)
                 if not (retryable and self._may_retry(retry, deadline, delay)):
                     if retryable and retry:
                         error.tell_client_not_to_retry()
@@ -271,22 +373,37 @@ class Relay:
             return False
         return deadline is None or time.time() + delay < deadline
 
-    @staticmethod
-    async def _status_error(response: httpx2.Response, span: tracing.Span) -> UpstreamStatusError:
+    async def _status_error(
+        self, response: httpx2.Response, span: tracing.Span
+    ) -> UpstreamStatusError:
         try:
             body = await response.aread()
         except httpx2.TransportError:
             body = b""
         finally:
             await response.aclose()
-        status = response.status_code
+        status, body = self._provider.status_error(response.status_code, response.headers, body)
         metrics.count(
             settings.METRIC_UPSTREAM_5XX if status >= 500 else settings.METRIC_UPSTREAM_4XX
         )
         span.annotate(settings.ANNOTATION_UPSTREAM_STATUS, status)
+        _request_id(response, self._provider, span)
         return UpstreamStatusError(
-            status, body, downstream_headers(response.headers.multi_items()), span
+            status,
+            body,
+            self._provider.downstream(response.headers),
+            span,
         )
+
+
+def _request_id(response: httpx2.Response, provider: Provider, span: tracing.Span) -> str | None:
+    """The upstream's id for the attempt, on its span; capped like every logged header value."""
+    request_id = response.headers.get(provider.request_id_header)
+    if not request_id:
+        return None
+    request_id = request_id[:100]
+    span.describe(settings.ATTRIBUTE_UPSTREAM_REQUEST_ID, request_id)
+    return request_id
 
 
 def _unavailable(exc: httpx2.TransportError) -> UpstreamUnavailable:

@@ -42,6 +42,10 @@ ANNOTATION_FALLBACK = "passthrough_fallback"
 ANNOTATION_FALLBACK_STATUS = "fallback_status"
 ANNOTATION_FALLBACK_POLICIES = "fallback_policies"
 ANNOTATION_UPSTREAM_STATUS = "upstream_status"
+# A plain attribute on every attempt that got an answer: the upstream's id for it
+# (`request-id` from Anthropic, `x-amzn-requestid` from Bedrock), as support tickets
+# ask for it. The call's log line carries it under the same key.
+ATTRIBUTE_UPSTREAM_REQUEST_ID = "upstream_request_id"
 
 # Environment variable names (documented in the README).
 ENV_UPSTREAM_BASE_URL = "UPSTREAM_BASE_URL"
@@ -58,6 +62,13 @@ ENV_AUTH_MODE = "AUTH_MODE"
 ENV_GATEWAY_KEYS_SECRET = "GATEWAY_KEYS_SECRET"
 ENV_UPSTREAM_API_KEY_SECRET = "UPSTREAM_API_KEY_SECRET"
 ENV_SECRETS_TTL = "SECRETS_TTL_SECONDS"
+ENV_UPSTREAM_PROVIDER = "UPSTREAM_PROVIDER"
+ENV_BEDROCK_REGION = "BEDROCK_REGION"
+ENV_BEDROCK_MODEL_MAP = "BEDROCK_MODEL_MAP"
+# The AWS SDKs' own service-specific endpoint variable (service id "Bedrock Runtime").
+ENV_BEDROCK_ENDPOINT_URL = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
+# Set by Lambda itself: the function's Region, BEDROCK_REGION's default.
+ENV_AWS_REGION = "AWS_REGION"
 ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_ALLOW_FILES_API = "ALLOW_FILES_API"
@@ -112,6 +123,12 @@ DEFAULT_SECRETS_TTL = 60.0
 # The Files API is refused unless the operator turns it on: no policy can see
 # an uploaded file, and a later message may reference it by id.
 DEFAULT_ALLOW_FILES_API = False
+# `anthropic`: the Messages API at UPSTREAM_BASE_URL. `bedrock`: Claude on Amazon
+# Bedrock (bedrock-runtime), signed with the function's AWS credentials.
+PROVIDER_ANTHROPIC = "anthropic"
+PROVIDER_BEDROCK = "bedrock"
+UPSTREAM_PROVIDERS = (PROVIDER_ANTHROPIC, PROVIDER_BEDROCK)
+DEFAULT_UPSTREAM_PROVIDER = PROVIDER_ANTHROPIC
 
 # The Function URL rejects larger payloads; checking first means an oversized
 # body is refused before it is parsed or sent anywhere.
@@ -149,6 +166,10 @@ class Settings:
     # The TTL caches' time source (flag, chain, secrets); tests hand in a clock
     # they advance, so a TTL passes without the test sleeping through it.
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
+    upstream_provider: str = DEFAULT_UPSTREAM_PROVIDER
+    bedrock_region: str | None = None
+    bedrock_model_map: str | None = None
+    bedrock_endpoint_url: str | None = None
 
     def __post_init__(self) -> None:
         # A typo here must stop the gateway at start-up: guessing a mode could
@@ -172,6 +193,15 @@ class Settings:
                 f"{ENV_FALLBACK_BUDGET_WINDOW} must be at least 1 (seconds), "
                 f"got {self.fallback_budget_window}"
             )
+        if self.upstream_provider not in UPSTREAM_PROVIDERS:
+            raise ValueError(
+                f"{ENV_UPSTREAM_PROVIDER} must be one of {UPSTREAM_PROVIDERS}, "
+                f"got {self.upstream_provider!r}"
+            )
+
+    @property
+    def bedrock(self) -> bool:
+        return self.upstream_provider == PROVIDER_BEDROCK
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -207,6 +237,12 @@ class Settings:
                 env.get(ENV_FALLBACK_BUDGET_WINDOW, DEFAULT_FALLBACK_BUDGET_WINDOW)
             ),
             fallback_budget_table=env.get(ENV_FALLBACK_BUDGET_TABLE) or None,
+            upstream_provider=(env.get(ENV_UPSTREAM_PROVIDER) or DEFAULT_UPSTREAM_PROVIDER)
+            .strip()
+            .lower(),
+            bedrock_region=env.get(ENV_BEDROCK_REGION) or env.get(ENV_AWS_REGION) or None,
+            bedrock_model_map=env.get(ENV_BEDROCK_MODEL_MAP) or None,
+            bedrock_endpoint_url=env.get(ENV_BEDROCK_ENDPOINT_URL) or None,
         )
 
 

@@ -52,3 +52,9 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("/v1/files", None, "files", _FILES, SWITCHED),
     ApiRoute("/v1/files/{file_path:path}", None, "files", _FILES, SWITCHED),
 )
+
+
+def offered_by_bedrock(route: ApiRoute) -> bool:
+    """Whether Amazon Bedrock has the route: it offers Messages and count_tokens, but no
+    Message Batches, Models or Files API, so those answer 404 before any key is read."""
+    return route.handler == _MESSAGES

@@ -76,11 +76,16 @@ Header = Callable[[bytes], bytes | None]
 class Span(Protocol):
     def annotate(self, key: str, value: bool | int | float | str) -> None: ...
 
+    def describe(self, key: str, value: str) -> None: ...
+
     def end(self, error: BaseException | None = None) -> None: ...
 
 
 class _NoSpan:
     def annotate(self, key: str, value: bool | int | float | str) -> None:
+        pass
+
+    def describe(self, key: str, value: str) -> None:
         pass
 
     def end(self, error: BaseException | None = None) -> None:
@@ -105,6 +110,11 @@ class _AttemptSpan:
         if key not in self._annotations:
             self._annotations.append(key)
             self._span.set_attribute(XRAY_ANNOTATIONS, self._annotations)
+
+    def describe(self, key: str, value: str) -> None:
+        """A plain attribute: shown with the span (X-Ray metadata), not indexed for search."""
+        if self._open:
+            self._span.set_attribute(key, value)
 
     def end(self, error: BaseException | None = None) -> None:
         if not self._open:

@@ -1,0 +1,162 @@
+"""The event-stream decoder alone: any chunking, both checksums, every header type.
+
+Frames are built by the module's encoder and, independently, checked against
+botocore's own decoder, so the two sides cannot share a mistake unnoticed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+import uuid
+from typing import Any
+from zlib import crc32
+
+import pytest
+from botocore.eventstream import EventStreamBuffer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from policy_gateway.eventstream import (
+    MAX_PAYLOAD_LENGTH,
+    EventStreamDecoder,
+    EventStreamError,
+    Message,
+    encode_message,
+)
+
+HEADERS = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
+MESSAGES = [
+    encode_message(HEADERS, b'{"bytes":"eyJ0eXBlIjoicGluZyJ9"}'),
+    encode_message({":message-type": "event", ":event-type": "chunk"}, b""),
+    encode_message(HEADERS, "ünïcode ✓".encode() * 50),
+    encode_message({}, b"x" * 70_000),
+]
+STREAM = b"".join(MESSAGES)
+
+
+def decode(chunks: list[bytes]) -> list[Message]:
+    decoder = EventStreamDecoder()
+    out = [message for chunk in chunks for message in decoder.feed(chunk)]
+    decoder.finish()
+    return out
+
+
+def expected() -> list[tuple[dict[str, object], bytes]]:
+    """The same stream, decoded by botocore."""
+    buffer = EventStreamBuffer()
+    buffer.add_data(STREAM)
+    # botocore-stubs types `headers` as an int; it is the dict the decoder built.
+    messages: list[Any] = list(buffer)
+    return [(dict(message.headers), message.payload) for message in messages]
+
+
+def test_whole_stream_decodes_as_botocore_decodes_it() -> None:
+    got = decode([STREAM])
+    assert [(m.headers, m.payload) for m in got] == expected()
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 11, 12, 13, 16, 100, 4096])
+def test_every_fixed_chunk_size(size: int) -> None:
+    chunks = [STREAM[i : i + size] for i in range(0, len(STREAM), size)]
+    assert [(m.headers, m.payload) for m in decode(chunks)] == expected()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=40))
+def test_any_chunking(cuts: list[int]) -> None:
+    points = sorted({0, len(STREAM), *cuts})
+    chunks = [STREAM[a:b] for a, b in itertools.pairwise(points)]
+    assert [(m.headers, m.payload) for m in decode(chunks)] == expected()
+
+
+def test_messages_arrive_as_soon_as_they_are_complete() -> None:
+    decoder = EventStreamDecoder()
+    first = MESSAGES[0]
+    assert decoder.feed(first[:-1]) == []
+    (message,) = decoder.feed(first[-1:] + MESSAGES[1][:5])
+    assert message.payload == b'{"bytes":"eyJ0eXBlIjoicGluZyJ9"}'
+    assert message.message_type == "event"
+
+
+def test_bad_message_checksum_raises_with_the_intact_messages_before_it() -> None:
+    bad = bytearray(MESSAGES[2])
+    bad[20] ^= 1
+    decoder = EventStreamDecoder()
+    with pytest.raises(EventStreamError, match="message checksum") as caught:
+        decoder.feed(MESSAGES[0] + MESSAGES[1] + bytes(bad))
+    assert [m.payload for m in caught.value.decoded] == [
+        b'{"bytes":"eyJ0eXBlIjoicGluZyJ9"}',
+        b"",
+    ]
+
+
+def test_bad_prelude_checksum_is_caught_before_trusting_the_lengths() -> None:
+    bad = bytearray(MESSAGES[0])
+    bad[3] ^= 0x80  # the total length, now claiming ~2 GB
+    with pytest.raises(EventStreamError, match="prelude checksum"):
+        EventStreamDecoder().feed(bytes(bad))
+
+
+def test_lengths_beyond_the_limits_are_refused_without_buffering() -> None:
+    head = struct.pack(">II", MAX_PAYLOAD_LENGTH + 100, 0)
+    prelude = head + struct.pack(">I", crc32(head))
+    with pytest.raises(EventStreamError, match="invalid prelude lengths"):
+        EventStreamDecoder().feed(prelude)
+
+
+def test_a_stream_cut_inside_a_message_is_an_error_at_the_end() -> None:
+    decoder = EventStreamDecoder()
+    assert len(decoder.feed(MESSAGES[0] + MESSAGES[1][:7])) == 1
+    with pytest.raises(EventStreamError, match="7 bytes left over"):
+        decoder.finish()
+
+
+def _header(name: str, kind: int, value: bytes) -> bytes:
+    return bytes([len(name)]) + name.encode() + bytes([kind]) + value
+
+
+def _frame(headers: bytes, payload: bytes = b"{}") -> bytes:
+    total = 12 + len(headers) + len(payload) + 4
+    head = struct.pack(">II", total, len(headers))
+    body = head + struct.pack(">I", crc32(head)) + headers + payload
+    return body + struct.pack(">I", crc32(body))
+
+
+def test_every_header_value_type() -> None:
+    ident = uuid.uuid4().bytes
+    headers = b"".join(
+        [
+            _header("t", 0, b""),
+            _header("f", 1, b""),
+            _header("byte", 2, b"\x07"),
+            _header("short", 3, struct.pack(">h", -2)),
+            _header("int", 4, struct.pack(">i", 70000)),
+            _header("long", 5, struct.pack(">q", 2**40)),
+            _header("bytes", 6, struct.pack(">H", 3) + b"\x00\x01\x02"),
+            _header(":message-type", 7, struct.pack(">H", 9) + b"exception"),
+            _header("time", 8, struct.pack(">q", 1_700_000_000_000)),
+            _header("uuid", 9, ident),
+        ]
+    )
+    (message,) = decode([_frame(headers)])
+    assert message.headers["t"] is True
+    assert message.headers["f"] is False
+    assert message.headers["bytes"] == b"\x00\x01\x02"
+    assert message.headers["uuid"] == ident
+    assert message.headers["int"] == struct.pack(">i", 70000)
+    assert message.message_type == "exception"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        _header("x", 42, b""),  # unknown type
+        _header("x", 7, struct.pack(">H", 50) + b"short"),  # string longer than the headers
+        _header("x", 5, b"\x00\x01"),  # long cut short
+        b"\x09ab",  # name runs past the end
+    ],
+    ids=["unknown-type", "string-overrun", "fixed-overrun", "name-overrun"],
+)
+def test_malformed_headers_are_an_error(headers: bytes) -> None:
+    with pytest.raises(EventStreamError):
+        decode([_frame(headers)])
