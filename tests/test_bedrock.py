@@ -20,7 +20,7 @@ import anthropic
 import httpx2
 import pytest
 from gateway_policies.testing import as_pairs, stream, text_block, tool_use_block
-from policy_gateway import relay, settings
+from policy_gateway import provider, settings
 from policy_gateway.app import create_app
 
 from .support.client import HEADERS, error_of, policy_chain, request_body, sse_frames
@@ -33,7 +33,7 @@ from .support.fake_bedrock import (
 )
 from .support.fake_upstream import MODEL, FakeUpstream, message, text_events
 from .support.gateway import GatewayStdout
-from .support.sdk import sdk
+from .support.sdk import ask, sdk
 from .support.servers import ThreadedServer
 
 BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -72,20 +72,6 @@ def bedrock_gateway(
     yield start
     for server in servers:
         server.stop()
-
-
-def ask(client: anthropic.Anthropic, streaming: bool, **params: Any) -> anthropic.types.Message:
-    params = {
-        "model": MODEL,
-        "max_tokens": 256,
-        "messages": [{"role": "user", "content": "hello"}],
-        **params,
-    }
-    if streaming:
-        with client.messages.stream(**params) as events:
-            return events.get_final_message()
-    reply: anthropic.types.Message = client.messages.create(**params)
-    return reply
 
 
 def tool_reply(streaming: bool, *calls: tuple[str, dict[str, Any]], text: str = "") -> BedrockReply:
@@ -490,7 +476,7 @@ def test_bad_bedrock_configuration_fails_the_start() -> None:
     with pytest.raises(ValueError, match=settings.ENV_UPSTREAM_PROVIDER):
         settings.Settings(upstream_provider="vertex")
     with pytest.raises(ValueError, match=settings.ENV_BEDROCK_MODEL_MAP):
-        relay.provider_for(
+        provider.provider_for(
             settings.Settings(upstream_provider="bedrock", bedrock_model_map="[1, 2]")
         )
 

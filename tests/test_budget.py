@@ -49,6 +49,8 @@ from .support.servers import (
     free_port,
     gateway_process,
     json_lines,
+    lifespan_handled,
+    request_body,
     serving,
 )
 
@@ -327,17 +329,9 @@ class CountingProxy:
         self.operations: list[str] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+        if await lifespan_handled(scope, receive, send):
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         headers = {k.decode(): v.decode() for k, v in scope["headers"] if k != b"host"}
         self.operations.append(headers.get("x-amz-target", "?"))
         async with httpx2.AsyncClient() as client:
@@ -364,10 +358,7 @@ class Throttling:
         self.stall = stall
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+        if await lifespan_handled(scope, receive, send):
             return
         while (await receive()).get("more_body"):
             pass

@@ -96,7 +96,7 @@ def test_every_builtin_loads_and_declares_bypassability() -> None:
         {"policies": [{"policy": n, "options": options.get(n, {})} for n in BUILTIN_POLICIES]}
     )
     assert chain.names == list(BUILTIN_POLICIES)
-    assert sorted(chain.blockers) == ["redact_secrets", "strip_tools"]
+    assert sorted(chain.non_bypassable) == ["redact_secrets", "strip_tools"]
 
 
 def test_the_judge_policy_does_not_import_anthropic_when_loaded() -> None:

@@ -18,11 +18,13 @@ from hypothesis import strategies as st
 from policy_gateway import sse
 from policy_gateway.auth import PassthroughAuth
 from policy_gateway.budget import from_settings
+from policy_gateway.endpoint import Gateway
+from policy_gateway.fallback import Fallback
 from policy_gateway.flag import FallbackFlag
-from policy_gateway.pipeline import Gateway, MessagesEndpoint
+from policy_gateway.messages import MessagesEndpoint
 from policy_gateway.policy_source import PolicySource
-from policy_gateway.relay import Relay
 from policy_gateway.settings import Settings
+from policy_gateway.upstream import UpstreamClient
 
 from .support.client import HEADERS, request_body, sse_frames
 
@@ -177,11 +179,12 @@ def _relay(chain: str | None, chunks: list[bytes]) -> httpx2.Response:
     config = Settings(upstream_base_url="http://upstream.invalid", upstream_max_retries=0)
     gateway = Gateway(
         config=config,
-        relay=Relay(config, transport=httpx2.MockTransport(upstream)),
-        flag=FallbackFlag("unused", 30, reader=lambda name: "false"),
+        upstream=UpstreamClient(config, transport=httpx2.MockTransport(upstream)),
+        fallback=Fallback(
+            FallbackFlag("unused", 30, reader=lambda name: "false"), from_settings(config)
+        ),
         policies=PolicySource(chain, None, 30),
         auth=PassthroughAuth(),
-        budget=from_settings(config),
     )
     endpoint = MessagesEndpoint(gateway, "messages")
 
@@ -192,7 +195,7 @@ def _relay(chain: str | None, chunks: list[bytes]) -> httpx2.Response:
             response = await client.post(
                 "/v1/messages", json=request_body(stream=True), headers=HEADERS
             )
-        await gateway.relay.aclose()
+        await gateway.upstream.aclose()
         return response
 
     return anyio.run(call)

@@ -21,7 +21,7 @@ from gateway_policies.builtin.cap_max_tokens import CapMaxTokens
 from gateway_policies.testing import run_request
 from policy_gateway import settings
 from policy_gateway.auth import Credentials
-from policy_gateway.relay import _retry_delay
+from policy_gateway.retry import retry_delay
 
 from .support.client import HEADERS, error_of, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message
@@ -119,8 +119,8 @@ def test_identity_encoding_passes_and_no_encoding_header_goes_upstream(
 def test_a_retry_after_outside_the_sdks_range_uses_the_normal_backoff(
     headers: dict[str, str],
 ) -> None:
-    assert _retry_delay(0, httpx2.Headers(headers)) <= 0.5
-    assert _retry_delay(0, httpx2.Headers({"retry-after": "2"})) == 2.0
+    assert retry_delay(0, httpx2.Headers(headers)) <= 0.5
+    assert retry_delay(0, httpx2.Headers({"retry-after": "2"})) == 2.0
 
 
 def test_an_upstream_asking_for_minutes_does_not_park_the_call(

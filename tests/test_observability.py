@@ -119,6 +119,20 @@ def test_every_call_flushes_request_metrics(
         assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
 
 
+def test_logs_and_metrics_name_the_service_the_stack_sets(
+    tmp_path: Path, upstream: FakeUpstream, upstream_url: str
+) -> None:
+    env = {**base_env(upstream_url), settings.ENV_SERVICE_NAME: "edge-gw"}
+    stdout = tmp_path / "gateway.out"
+    with gateway_process(env, stdout_path=stdout) as (url, _):
+        ask_text(sdk(url))
+        eventually(lambda: requests_counted(stdout) == 1)
+    printed = printed_json(stdout)
+    (call_line,) = [line for line in printed if line.get("message") == "call finished"]
+    assert call_line["service"] == "edge-gw"
+    assert all(line["service"] == "edge-gw" for line in printed if "_aws" in line)
+
+
 def test_bedrock_request_id_is_on_the_attempt_span_and_the_call_log_line(
     tmp_path: Path, bedrock: FakeBedrock, bedrock_env: dict[str, str], xray: XRayEndpoint
 ) -> None:

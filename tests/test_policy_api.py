@@ -3,6 +3,7 @@ bases (TextRewriter, ToolCallGate) from the package root, and pydantic off the c
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
@@ -170,12 +171,12 @@ def test_text_rewriter_rewrites_responses_and_streamed_text_only_when_asked() ->
 
 def test_the_chain_calls_only_the_hooks_a_rewriter_turned_on() -> None:
     assert not PolicyChain([RedactSecrets()]).filters_stream
-    assert PolicyChain([RedactSecrets()]).modifies_requests
+    assert PolicyChain([RedactSecrets()]).has_request_hooks
     replace = [["a", "b"]]
     request_only = StringReplace({"replacements": replace})
     assert not PolicyChain([request_only]).filters_stream
     responses = StringReplace({"replacements": replace, "apply_to": "response"})
-    assert not PolicyChain([responses]).modifies_requests
+    assert not PolicyChain([responses]).has_request_hooks
     assert PolicyChain([responses]).filters_stream
     assert PolicyChain([responses]).has_response_hooks
 
@@ -201,3 +202,41 @@ def test_importing_the_policy_api_leaves_pydantic_for_policies_with_options() ->
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+class CountedRewrite(Policy):
+    """Changes the model, counting how often its request hook runs."""
+
+    runs = 0
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        type(self).runs += 1
+        request["model"] = "claude-rewritten"
+
+
+class MetadataRewrite(Policy):
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        request["metadata"] = {"user_id": "rewritten"}
+
+
+def attribute(chain: PolicyChain, locations: list[tuple[str | int, ...]]) -> dict[str, list[str]]:
+    document: JSONObject = {"model": "claude-asked", "metadata": {"user_id": "u"}}
+    return asyncio.run(chain.attribute_changes(document, locations, context()))
+
+
+def test_a_lone_request_hook_is_named_without_being_replayed() -> None:
+    CountedRewrite.runs = 0
+    chain = PolicyChain([CountedRewrite()])
+    assert attribute(chain, [("model",)]) == {"CountedRewrite": ["$.model"]}
+    assert attribute(chain, []) == {}
+    assert CountedRewrite.runs == 0
+
+
+def test_several_request_hooks_are_told_apart_by_replaying_them() -> None:
+    CountedRewrite.runs = 0
+    chain = PolicyChain([CountedRewrite(), MetadataRewrite()])
+    assert attribute(chain, [("model",), ("metadata",)]) == {
+        "CountedRewrite": ["$.model"],
+        "MetadataRewrite": ["$.metadata"],
+    }
+    assert CountedRewrite.runs == 1

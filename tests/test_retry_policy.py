@@ -8,45 +8,45 @@ import time
 
 import httpx2
 import pytest
-from policy_gateway.relay import (
+from policy_gateway.retry import (
     INITIAL_RETRY_DELAY,
     MAX_RETRY_AFTER,
     MAX_RETRY_DELAY,
-    _retry_delay,
-    _should_retry,
+    retry_delay,
+    should_retry,
 )
 
 
-def should_retry(status: int, **headers: str) -> bool:
-    return _should_retry(status, httpx2.Headers(headers))
+def retried(status: int, **headers: str) -> bool:
+    return should_retry(status, httpx2.Headers(headers))
 
 
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 529])
 def test_retried_statuses(status: int) -> None:
-    assert should_retry(status)
+    assert retried(status)
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 422])
 def test_not_retried_statuses(status: int) -> None:
-    assert not should_retry(status)
+    assert not retried(status)
 
 
 def test_x_should_retry_overrides_the_status() -> None:
-    assert should_retry(400, **{"x-should-retry": "true"})
-    assert not should_retry(529, **{"x-should-retry": "false"})
-    assert should_retry(529, **{"x-should-retry": "maybe"})
+    assert retried(400, **{"x-should-retry": "true"})
+    assert not retried(529, **{"x-should-retry": "false"})
+    assert retried(529, **{"x-should-retry": "maybe"})
 
 
 @pytest.mark.parametrize("retry", [0, 1, 2, 3, 10])
 def test_backoff_doubles_up_to_its_cap_with_up_to_a_quarter_of_jitter(retry: int) -> None:
     ceiling = min(INITIAL_RETRY_DELAY * 2.0**retry, MAX_RETRY_DELAY)
-    delays = [_retry_delay(retry, None) for _ in range(200)]
+    delays = [retry_delay(retry, None) for _ in range(200)]
     assert all(0.75 * ceiling <= delay <= ceiling for delay in delays)
     assert len(set(delays)) > 1
 
 
 def delay(**headers: str) -> float:
-    return _retry_delay(0, httpx2.Headers(headers))
+    return retry_delay(0, httpx2.Headers(headers))
 
 
 def test_retry_after_in_seconds_and_milliseconds() -> None:

@@ -257,8 +257,9 @@ def test_run_sh_refuses_an_artifact_built_for_another_architecture(
 # build imports, the SSM and Secrets Manager clients, the policies and their models.
 COLD_PATH_MODULES = (
     "policy_gateway.app",
-    "policy_gateway.pipeline",
-    "policy_gateway.relay",
+    "policy_gateway.endpoint",
+    "policy_gateway.messages",
+    "policy_gateway.upstream",
     "policy_gateway.flag",
     "policy_gateway.policy_source",
     "policy_gateway.auth",

@@ -400,5 +400,5 @@ def test_bad_daemon_address_turns_tracing_off_not_the_gateway(
 
 
 def test_service_name_defaults_to_the_metric_service() -> None:
-    assert tracing.service_name({}) == settings.SERVICE_NAME
-    assert tracing.service_name({settings.ENV_SERVICE_NAME: "edge-gw"}) == "edge-gw"
+    assert settings.service_name({}) == settings.SERVICE_NAME
+    assert settings.service_name({settings.ENV_SERVICE_NAME: "edge-gw"}) == "edge-gw"

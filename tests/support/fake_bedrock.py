@@ -28,6 +28,7 @@ from policy_gateway.eventstream import encode_message
 from starlette.types import Receive, Scope, Send
 
 from .fake_upstream import SSE, last_user_text, message, text_events
+from .servers import lifespan_handled, request_body
 
 _AUTHORIZATION = re.compile(
     r"AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/"
@@ -202,19 +203,11 @@ class FakeBedrock:
         return BedrockReply(body=message(text))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+        if await lifespan_handled(scope, receive, send):
             return
-        chunks = []
-        while True:
-            msg = await receive()
-            chunks.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
+        body = await request_body(receive)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        reply = self._next(self._verify(scope, headers, b"".join(chunks)))
+        reply = self._next(self._verify(scope, headers, body))
         request_id = f"fake-bedrock-{self._counter:04d}"
         out = [(b"x-amzn-requestid", request_id.encode())]
         out += [(k.encode(), v.encode()) for k, v in reply.headers.items()]

@@ -21,6 +21,7 @@ import anyio
 from starlette.types import Receive, Scope, Send
 
 from .fake_resources import FakeResources
+from .servers import lifespan_handled, request_body
 
 MODEL = "claude-sonnet-4-6"
 
@@ -193,22 +194,14 @@ class FakeUpstream:
         return Reply(body=message(text), headers={"request-id": "req_fake"})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+        if await lifespan_handled(scope, receive, send):
             return
-        chunks = []
-        while True:
-            msg = await receive()
-            chunks.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
+        body = await request_body(receive)
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         recorded = Recorded(
             scope["path"],
             headers,
-            b"".join(chunks),
+            body,
             scope["query_string"].decode(),
             method=scope["method"],
         )

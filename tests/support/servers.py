@@ -20,6 +20,26 @@ import uvicorn
 ROOT = Path(__file__).resolve().parents[2]
 
 
+async def lifespan_handled(scope: Any, receive: Any, send: Any) -> bool:
+    """Answer uvicorn's lifespan protocol for a bare ASGI test app; True if this was it."""
+    if scope["type"] != "lifespan":
+        return False
+    while (await receive())["type"] != "lifespan.shutdown":
+        await send({"type": "lifespan.startup.complete"})
+    await send({"type": "lifespan.shutdown.complete"})
+    return True
+
+
+async def request_body(receive: Any) -> bytes:
+    """The whole body of the request a bare ASGI test app is serving."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

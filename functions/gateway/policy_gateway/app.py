@@ -27,7 +27,7 @@ from .errors import error_body
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from .pipeline import Gateway, GatewayEndpoint
+    from .endpoint import Gateway, GatewayEndpoint
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -65,16 +65,20 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     from . import budget, tracing
     from .auth import authenticator
+    from .endpoint import Gateway
+    from .fallback import Fallback
     from .flag import FallbackFlag
-    from .pipeline import Gateway
     from .policy_source import PolicySource
-    from .relay import Relay
+    from .upstream import UpstreamClient
 
     tracing.setup()
     return Gateway(
         config=config,
-        relay=Relay(config),
-        flag=FallbackFlag(config.flag_parameter, config.flag_ttl, clock=config.clock),
+        upstream=UpstreamClient(config),
+        fallback=Fallback(
+            FallbackFlag(config.flag_parameter, config.flag_ttl, clock=config.clock),
+            budget.from_settings(config, clock),
+        ),
         policies=PolicySource(
             config.policy_config,
             config.policy_config_parameter,
@@ -82,7 +86,6 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
             clock=config.clock,
         ),
         auth=authenticator(config),
-        budget=budget.from_settings(config, clock),
     )
 
 
@@ -120,9 +123,9 @@ class _DeferredGateway:
 
     async def aclose(self) -> None:
         if self._built is not None:
-            await (await self.get()).relay.aclose()
+            await (await self.get()).upstream.aclose()
 
-    def endpoint(self, name: str, handler: str = "pipeline:MessagesEndpoint") -> GatewayRoute:
+    def endpoint(self, name: str, handler: str = "messages:MessagesEndpoint") -> GatewayRoute:
         return GatewayRoute(self, name, handler)
 
 

@@ -48,7 +48,8 @@ class SecretFormatError(ValueError):
 class Credentials:
     """What an authorized call sends upstream, and the values it must never echo back."""
 
-    headers: list[tuple[str, str]]
+    forwarded: list[tuple[str, str]]
+    """Every header the upstream gets: the client's allowed ones and the upstream credential."""
     secrets: tuple[bytes, ...]
     caller: str | None = None
     """Who called, never a secret: the gateway key's name (gateway_key mode) or a
@@ -60,6 +61,10 @@ class Credentials:
             if secret in body:
                 body = body.replace(secret, _REDACTED)
         return body
+
+    def scrub_text(self, text: str | None) -> str | None:
+        """An upstream value for a log line, with this call's credentials blanked out."""
+        return None if text is None else self.scrub(text.encode()).decode("utf-8", "replace")
 
     def scrub_query(self, query: bytes) -> bytes:
         """Blank out every query parameter that carries a credential, in any encoding

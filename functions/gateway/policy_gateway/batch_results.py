@@ -26,15 +26,14 @@ import json
 from typing import Any, NoReturn
 
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation
-from starlette.types import Scope, Send
 
-from . import lambda_context
-from .auth import Credentials
+from .body import dump_json
+from .call import Call
 from .errors import GatewayError
 from .logs import logger
 from .passthrough import BodyRelay, BodyWithheld, PassthroughEndpoint
-from .pipeline import Call, dump_json, policy_error
-from .relay import UpstreamResponse
+from .refusal import policy_error
+from .upstream import UpstreamResponse
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """The longest result line the gateway reads. A Messages response is far
@@ -44,31 +43,15 @@ smaller even at the largest output budgets; a longer line is withheld."""
 class ResultsEndpoint(PassthroughEndpoint):
     _chain: PolicyChain | None = None
 
-    async def _proxy(
-        self,
-        scope: Scope,
-        send: Send,
-        call: Call,
-        invocation: lambda_context.InvocationContext,
-        credentials: Credentials,
-        original: bytes,
-    ) -> None:
+    async def _proxy(self, call: Call) -> None:
         # The chain first: without a usable one the call fails before reaching the upstream.
         self._chain = await self._gateway.policies.chain()
-        await super()._proxy(scope, send, call, invocation, credentials, original)
+        await super()._proxy(call)
 
-    async def _deliver(
-        self,
-        send: Send,
-        call: Call,
-        invocation: lambda_context.InvocationContext,
-        deadline: float | None,
-        upstream: UpstreamResponse,
-        body: bytes,
-    ) -> None:
+    async def _deliver(self, call: Call, upstream: UpstreamResponse, body: bytes) -> None:
         chain = self._chain
         lines = ResultLines(chain, call.call_id) if chain and chain.has_response_hooks else None
-        await BodyRelay(upstream, call, send).run(deadline, lines)
+        await BodyRelay(upstream, call).run(lines)
 
 
 class ResultLines:

@@ -31,71 +31,59 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation
-from starlette.types import Scope, Send
 
 from . import lambda_context, offload
-from .auth import Credentials
+from .body import dump_json, parse_object
+from .call import Call
+from .endpoint import GatewayEndpoint, upstream_path
 from .errors import GatewayError
 from .passthrough import PassthroughEndpoint
-from .pipeline import (
-    Call,
-    GatewayEndpoint,
-    dump_json,
-    parse_object,
-    policy_error,
-    respond,
-    upstream_path,
-)
-from .relay import UpstreamResponse
+from .refusal import policy_error
 from .settings import Settings
+from .upstream import UpstreamResponse
 
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
-_UNREADABLE = GatewayError(
-    502, "The upstream answered with a batch object the gateway could not read.", "api_error"
+# Raised as a fresh instance each time: a shared one would keep every failed
+# call's frames (and their request bodies) alive on its traceback.
+_UNREADABLE = (
+    502,
+    "The upstream answered with a batch object the gateway could not read.",
+    "api_error",
 )
 
 
 class BatchCreateEndpoint(GatewayEndpoint):
     """POST /v1/messages/batches: the request chain on every entry, then one upstream call."""
 
-    async def _proxy(
-        self,
-        scope: Scope,
-        send: Send,
-        call: Call,
-        invocation: lambda_context.InvocationContext,
-        credentials: Credentials,
-        original: bytes,
-    ) -> None:
+    async def _proxy(self, call: Call) -> None:
         gateway = self._gateway
         chain = await gateway.policies.chain()
         try:
             # Request hooks always run on the worker loop (offload.py), batch entries too.
-            body = await offload.run(_prepare(original, chain, call.call_id))
+            body = await offload.run(_prepare(call.original, chain, call.call_id))
         except _EntryRefused as refused:
             error = policy_error(refused.cause)
             message = f"{refused.name}: {error.message}"
             raise GatewayError(error.status, message, error.error_type) from None
-        path = upstream_path(scope, credentials)
-        deadline = self._deadline(invocation)
+        path = upstream_path(call)
 
         async def reach() -> UpstreamResponse:
             call.attempts += 1
-            return await gateway.relay.attempt(
+            return await gateway.upstream.attempt(
                 path,
                 body,
-                credentials.headers,
+                call.credentials.forwarded,
                 stream=False,
                 label="policy",
-                deadline=deadline,
+                deadline=call.deadline,
             )
 
-        reached = await self._reach(send, call, credentials, reach, deadline, read=True)
+        reached = await self._reach(call, reach, read=True)
         if reached is not None:
             upstream, answer = reached
-            base = public_base(gateway.config, invocation)
-            await respond(
-                send, call, upstream.status, rewrite_results_urls(answer, base), upstream.headers
+            base = public_base(gateway.config, call.invocation)
+            await call.respond(
+                upstream.status, rewrite_results_urls(answer, base), upstream.headers
             )
 
 
@@ -104,19 +92,9 @@ class BatchObjectEndpoint(PassthroughEndpoint):
 
     buffered = True
 
-    async def _deliver(
-        self,
-        send: Send,
-        call: Call,
-        invocation: lambda_context.InvocationContext,
-        deadline: float | None,
-        upstream: UpstreamResponse,
-        body: bytes,
-    ) -> None:
-        base = public_base(self._gateway.config, invocation)
-        await respond(
-            send, call, upstream.status, rewrite_results_urls(body, base), upstream.headers
-        )
+    async def _deliver(self, call: Call, upstream: UpstreamResponse, body: bytes) -> None:
+        base = public_base(self._gateway.config, call.invocation)
+        await call.respond(upstream.status, rewrite_results_urls(body, base), upstream.headers)
 
 
 class _EntryRefused(Exception):
@@ -132,7 +110,7 @@ async def _prepare(original: bytes, chain: PolicyChain, call_id: str) -> bytes:
     """Parse, run the request chain on every entry, serialize: the batch to send."""
     batch = parse_object(original)
     entries = _entries(batch)
-    if chain.modifies_requests:
+    if chain.has_request_hooks:
         for index, (custom_id, params) in enumerate(entries):
             await _apply(chain, params, call_id, _entry_name(custom_id, index))
     return dump_json(batch)
@@ -206,9 +184,9 @@ def rewrite_results_urls(body: bytes, base: str) -> bytes:
     try:
         document = json.loads(body)
     except (ValueError, RecursionError):
-        raise _UNREADABLE from None
+        raise GatewayError(*_UNREADABLE) from None
     if not isinstance(document, dict):
-        raise _UNREADABLE
+        raise GatewayError(*_UNREADABLE)
     data = document.get("data")
     items = data if isinstance(data, list) else [document]
     changed = False

@@ -1,6 +1,6 @@
 """Amazon Bedrock as the upstream: Claude through bedrock-runtime, spoken as the Messages API.
 
-The pipeline hands over a Messages API request; this provider sends it as
+The gateway hands over a Messages API request; this provider sends it as
 InvokeModel / InvokeModelWithResponseStream (or CountTokens), signed with
 SigV4 for the `bedrock` service using the standard AWS credential chain
 (the function's role in Lambda), and turns the answers back: JSON bodies are
@@ -39,7 +39,7 @@ from .errors import GatewayError, error_body, error_type_for
 from .eventstream import EventStreamDecoder, EventStreamError, Message
 from .headers import downstream_headers
 from .logs import logger
-from .relay import Outbound
+from .provider import Outbound
 
 SIGNING_NAME = "bedrock"
 ANTHROPIC_VERSION = "bedrock-2023-05-31"
@@ -144,7 +144,7 @@ def _members(text: str) -> list[tuple[str, str]]:
 
 
 class BedrockProvider:
-    """Claude on Amazon Bedrock (bedrock-runtime), behind the relay's Provider interface."""
+    """Claude on Amazon Bedrock (bedrock-runtime), behind the Provider interface."""
 
     request_id_header = REQUEST_ID_HEADER
 
@@ -299,7 +299,7 @@ class BedrockProvider:
     def downstream(self, headers: httpx2.Headers) -> list[tuple[bytes, bytes]]:
         out = downstream_headers(headers.multi_items())
         if headers.get("content-type", "").startswith(EVENT_STREAM):
-            # events() turns the body into SSE: the type says so, as the pipeline
+            # events() turns the body into SSE: the type says so, as the gateway
             # relays a stream only once it knows its policies can read it.
             out = [(key, value) for key, value in out if key != b"content-type"]
             out.append((b"content-type", SSE_CONTENT_TYPE))

@@ -1,4 +1,8 @@
-"""The passthrough fallback: when to resend the original request, and how it is recorded.
+"""The passthrough fallback: send with it, when to resend the original, and how it is recorded.
+
+`Fallback.send` owns a call's attempts on the Messages route: the first one
+(the policy-modified request), the decision, the record, the retry with the
+original, and every fallback metric.
 
 All five conditions of the contract (shared/DESIGN.md) must hold, else the
 upstream's error goes to the client unchanged:
@@ -19,36 +23,59 @@ worker loop (offload.py), like the request hooks themselves.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gateway_policies import PolicyChain, PolicyContext
 from gateway_policies.diff import changed_locations, format_path
 
 from . import metrics, offload, settings
+from .auth import Credentials
+from .budget import FallbackBudget
+from .call import (
+    FALLBACK_DENIED,
+    FALLBACK_FAILED,
+    FALLBACK_RETRYING,
+    FALLBACK_SUCCEEDED,
+    Call,
+)
 from .flag import FallbackFlag
 from .logs import logger
-from .relay import UpstreamStatusError
+from .upstream import UpstreamResponse, UpstreamStatusError, UpstreamUnavailable
 
 FALLBACK_STATUSES = frozenset({400, 404, 413, 422})
 # The log names at most this many changed paths: a policy that rewrote a
 # million tiny objects must not write a million paths into one line.
 MAX_LOGGED_PATHS = 50
+LABEL_POLICY = "policy"
+LABEL_FALLBACK = "passthrough-fallback"
 _UNPARSED = object()
+
+Attempt = Callable[[bytes, str], Awaitable[UpstreamResponse]]
+"""Sends one body upstream under a span label: `attempt(body, label)`."""
 
 
 class Attempted:
-    """What was sent upstream on the first attempt, and the original it came from.
+    """The request a call prepared: the original, what the chain made of it, and how.
 
     The original is parsed at most once, and only on the error path; the
     fallback's record then replays the request hooks on that same parse, so
     the error path holds two documents at most (the one sent and this one).
     """
 
-    def __init__(self, original: bytes, sent: bytes, modified: object) -> None:
+    def __init__(
+        self,
+        original: bytes,
+        sent: bytes,
+        modified: object,
+        chain: PolicyChain,
+        ctx: PolicyContext,
+    ) -> None:
         self.original = original
         self.sent = sent
         self.modified = modified
+        self.chain = chain
+        self.ctx = ctx
         self._document: Any = _UNPARSED
 
     def document(self) -> Any:
@@ -67,29 +94,77 @@ class Attempted:
             return True
 
 
+class Fallback:
+    """The flag and the per-caller budget, and what a call does with them."""
+
+    def __init__(self, flag: FallbackFlag, budget: FallbackBudget) -> None:
+        self.flag = flag
+        self.budget = budget
+
+    async def send(self, call: Call, attempted: Attempted, attempt: Attempt) -> UpstreamResponse:
+        """The first attempt's answer, or the original's when the fallback fires.
+
+        Raises the upstream's error (UpstreamStatusError, UpstreamUnavailable)
+        of whichever attempt was the last.
+        """
+        try:
+            return await attempt(attempted.sent, LABEL_POLICY)
+        except UpstreamStatusError as error:
+            try:
+                fall_back = await self._allows(call, error, attempted)
+                if fall_back:
+                    await record(error, attempted, call.credentials)
+            finally:
+                error.span.end()
+            if not fall_back:
+                raise
+        call.fallback = FALLBACK_RETRYING
+        try:
+            upstream = await attempt(attempted.original, LABEL_FALLBACK)
+        except (UpstreamStatusError, UpstreamUnavailable):
+            call.fallback = FALLBACK_FAILED
+            metrics.count(settings.METRIC_FALLBACK_FAILED)
+            raise
+        call.fallback = FALLBACK_SUCCEEDED
+        metrics.count(settings.METRIC_FALLBACK_SUCCEEDED)
+        return upstream
+
+    async def _allows(self, call: Call, error: UpstreamStatusError, attempted: Attempted) -> bool:
+        if not (
+            attempted.chain.has_request_hooks
+            and await should_fall_back(error, attempted, self.flag)
+        ):
+            return False
+        # The budget is spent only when everything else allows the fallback,
+        # and before anything records it.
+        if not await self.budget.allows(call.caller):
+            call.fallback = FALLBACK_DENIED
+            return False
+        return True
+
+
 async def should_fall_back(
-    error: UpstreamStatusError, attempted: Attempted, chain: PolicyChain, flag: FallbackFlag
+    error: UpstreamStatusError, attempted: Attempted, flag: FallbackFlag
 ) -> bool:
     """The five conditions, cheapest first; the original is parsed only when the rest hold."""
     if error.status not in FALLBACK_STATUSES or attempted.sent is attempted.original:
         return False
     if not await flag.enabled():
         return False
-    if not chain.bypassable:
+    if not attempted.chain.bypassable:
         logger.info(
             "passthrough fallback not taken: the chain has non-bypassable policies",
-            extra={"fallback_status": error.status, "non_bypassable": chain.blockers},
+            extra={
+                "fallback_status": error.status,
+                "non_bypassable": attempted.chain.non_bypassable,
+            },
         )
         return False
     return await offload.run(attempted.differs())
 
 
 async def record(
-    error: UpstreamStatusError,
-    attempted: Attempted,
-    chain: PolicyChain,
-    ctx: PolicyContext,
-    scrub: Callable[[bytes], bytes],
+    error: UpstreamStatusError, attempted: Attempted, credentials: Credentials
 ) -> None:
     """Make the fallback loud, before the retry: metric, trace annotations, WARNING log.
 
@@ -102,12 +177,13 @@ async def record(
     """
     metrics.count(settings.METRIC_FALLBACK)
     metrics.flush()
+    ctx = attempted.ctx
     details: dict[str, Any] = {}
     try:
         error.span.annotate(settings.ANNOTATION_FALLBACK, True)
         error.span.annotate(settings.ANNOTATION_FALLBACK_STATUS, error.status)
         replay = PolicyContext(endpoint=ctx.endpoint, stream=ctx.stream, call_id=ctx.call_id)
-        paths, attribution = await offload.run(_attribute(attempted, chain, replay))
+        paths, attribution = await offload.run(_attribute(attempted, replay))
         details = {"changed_paths": paths, "changed_by_policy": attribution}
         if attribution:
             error.span.annotate(
@@ -121,20 +197,15 @@ async def record(
         extra={
             "call_id": ctx.call_id,
             "fallback_status": error.status,
-            "upstream_error_type": scrubbed(scrub, error.error_type),
-            "upstream_request_id": scrubbed(scrub, error.request_id),
+            "upstream_error_type": credentials.scrub_text(error.error_type),
+            "upstream_request_id": credentials.scrub_text(error.request_id),
             **details,
         },
     )
 
 
-def scrubbed(scrub: Callable[[bytes], bytes], text: str | None) -> str | None:
-    """An upstream value for a log line, with the call's credentials scrubbed from it."""
-    return None if text is None else scrub(text.encode()).decode("utf-8", "replace")
-
-
 async def _attribute(
-    attempted: Attempted, chain: PolicyChain, ctx: PolicyContext
+    attempted: Attempted, ctx: PolicyContext
 ) -> tuple[list[str], dict[str, list[str]]]:
     """The paths the chain changed, and which policy changed which (consumes the parse)."""
     document = attempted.document()
@@ -142,5 +213,7 @@ async def _attribute(
     paths = [format_path(location) for location in locations[:MAX_LOGGED_PATHS]]
     if len(locations) > MAX_LOGGED_PATHS:
         paths.append("<more paths not listed>")
-    attribution = await chain.attribute_changes(document, locations[:MAX_LOGGED_PATHS], ctx)
+    attribution = await attempted.chain.attribute_changes(
+        document, locations[:MAX_LOGGED_PATHS], ctx
+    )
     return paths, attribution

@@ -4,7 +4,7 @@ Upstream: everything the client sent (so new `anthropic-*` headers keep
 working) except hop-by-hop headers (the fixed list and any the `Connection`
 header names), Host (httpx sets the upstream's), the body framing
 (recomputed; bodies are never
-compressed, see pipeline), and the adapter's and Function URL's own `x-amzn-*` and
+compressed, see body.py), and the adapter's and Function URL's own `x-amzn-*` and
 `x-forwarded-*` headers. Content-Type is always `application/json`: the
 gateway forwards only bodies it parsed as a JSON object, and the upstream must
 read them as the same JSON the policies saw; a route passed through unread
@@ -16,6 +16,8 @@ and framing.
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from .errors import GatewayError
 
 _HOP_BY_HOP = frozenset(
     {
@@ -53,8 +55,16 @@ def _connection_named(pairs: list[tuple[str, str]]) -> set[str]:
     }
 
 
+def _ascii(value: bytes) -> str:
+    """A header value the upstream client can send: HTTP/1.1 header values are ASCII here."""
+    try:
+        return value.decode("ascii")
+    except UnicodeDecodeError:
+        raise GatewayError(400, "A request header value is not ASCII.") from None
+
+
 def upstream_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
-    pairs = [(key.decode("latin-1").lower(), value.decode("latin-1")) for key, value in raw]
+    pairs = [(key.decode("latin-1").lower(), _ascii(value)) for key, value in raw]
     dropped = _NOT_UPSTREAM | _connection_named(pairs)
     out = [
         (key, value)
@@ -80,5 +90,5 @@ def with_content_type(headers: list[tuple[str, str]], value: bytes | None) -> li
     JSON's: for a body the gateway forwards without reading it, such as a file upload."""
     out = [(key, text) for key, text in headers if key != "content-type"]
     if value is not None:
-        out.append(("content-type", value.decode("latin-1")))
+        out.append(("content-type", _ascii(value)))
     return out

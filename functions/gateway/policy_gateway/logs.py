@@ -29,7 +29,7 @@ class _CallKeys(logging.Filter):
         return True
 
 
-logger = Logger(service=settings.SERVICE_NAME, use_rfc3339=True)
+logger = Logger(service=settings.service_name(), use_rfc3339=True)
 # On the handler, not the logger, so the policies' loggers below get the keys too.
 logger.registered_handler.addFilter(_CallKeys())
 

@@ -7,17 +7,12 @@ the gateway flushes after every call (for a stream, in its `finally`).
 
 from __future__ import annotations
 
-import os
-
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from . import settings
 
-_metrics = Metrics(
-    namespace=os.environ.get(settings.ENV_METRICS_NAMESPACE) or settings.METRICS_NAMESPACE,
-    service=os.environ.get(settings.ENV_SERVICE_NAME) or settings.SERVICE_NAME,
-)
+_metrics = Metrics(namespace=settings.metrics_namespace(), service=settings.service_name())
 
 
 def count(name: str, value: float = 1) -> None:

@@ -14,28 +14,19 @@ which runs each line through the response policies on the way.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Protocol
 
 import anyio
-from starlette.types import Receive, Scope, Send
+from starlette.types import Receive, Scope
 
-from . import lambda_context, settings
-from .auth import Credentials
+from . import settings
+from .body import check_content_encoding, read_body
+from .call import DEADLINE_ERROR, Call
+from .endpoint import GatewayEndpoint, Header, upstream_path
 from .errors import GatewayError, error_bytes
 from .headers import with_content_type
 from .logs import logger
-from .pipeline import (
-    DEADLINE_ERROR,
-    Call,
-    GatewayEndpoint,
-    check_content_encoding,
-    read_body,
-    respond,
-    seconds_until,
-    upstream_path,
-)
-from .relay import UpstreamResponse, UpstreamUnavailable
+from .upstream import UpstreamResponse, UpstreamUnavailable
 
 _FILES_REFUSED = (
     "The Files API is turned off on this gateway: no policy can see an uploaded file, and a "
@@ -67,60 +58,43 @@ class PassthroughEndpoint(GatewayEndpoint):
     """Whether the answer is read whole (a small JSON object to rewrite) rather than streamed."""
     _content_type: bytes | None = None
 
-    async def _read(self, receive: Receive, header: Callable[[bytes], bytes | None]) -> bytes:
+    async def _read(self, receive: Receive, header: Header) -> bytes:
         # Any content type: the body is forwarded, never parsed or judged. Not compressed,
         # though: Content-Encoding never goes upstream (headers.py).
         check_content_encoding(header(b"content-encoding"))
         self._content_type = header(b"content-type")
         return await read_body(receive, header(b"content-length"))
 
-    async def _proxy(
-        self,
-        scope: Scope,
-        send: Send,
-        call: Call,
-        invocation: lambda_context.InvocationContext,
-        credentials: Credentials,
-        original: bytes,
-    ) -> None:
-        _check_path_params(scope)
-        path = upstream_path(scope, credentials)
-        headers = with_content_type(credentials.headers, self._content_type)
-        deadline = self._deadline(invocation)
-        method: str = scope["method"]
+    async def _proxy(self, call: Call) -> None:
+        _check_path_params(call.scope)
+        path = upstream_path(call)
+        headers = with_content_type(call.credentials.forwarded, self._content_type)
+        method: str = call.scope["method"]
 
         async def reach() -> UpstreamResponse:
             call.attempts += 1
-            return await self._gateway.relay.attempt(
+            return await self._gateway.upstream.attempt(
                 path,
-                original,
+                call.original,
                 headers,
                 stream=not self.buffered,
                 label="passthrough",
-                deadline=deadline,
+                deadline=call.deadline,
                 method=method,
             )
 
-        reached = await self._reach(send, call, credentials, reach, deadline, read=self.buffered)
+        reached = await self._reach(call, reach, read=self.buffered)
         if reached is not None:
-            await self._deliver(send, call, invocation, deadline, *reached)
+            await self._deliver(call, *reached)
 
-    async def _deliver(
-        self,
-        send: Send,
-        call: Call,
-        invocation: lambda_context.InvocationContext,
-        deadline: float | None,
-        upstream: UpstreamResponse,
-        body: bytes,
-    ) -> None:
-        await BodyRelay(upstream, call, send).run(deadline)
+    async def _deliver(self, call: Call, upstream: UpstreamResponse, body: bytes) -> None:
+        await BodyRelay(upstream, call).run()
 
 
 class FilesEndpoint(PassthroughEndpoint):
     """The Files API: refused (403) unless ALLOW_FILES_API=true, then passed through unmodified."""
 
-    async def _read(self, receive: Receive, header: Callable[[bytes], bytes | None]) -> bytes:
+    async def _read(self, receive: Receive, header: Header) -> bytes:
         # Refused before the body is read: an upload can be megabytes.
         if not self._gateway.config.allow_files_api:
             raise GatewayError(403, _FILES_REFUSED, "permission_error")
@@ -145,16 +119,15 @@ class BodyRelay:
     instead of ending on a silently shorter body.
     """
 
-    def __init__(self, upstream: UpstreamResponse, call: Call, send: Send) -> None:
+    def __init__(self, upstream: UpstreamResponse, call: Call) -> None:
         self.upstream = upstream
         self.call = call
-        self.send = send
         self.committed = False
 
-    async def run(self, deadline: float | None, body_filter: BodyFilter | None = None) -> None:
+    async def run(self, body_filter: BodyFilter | None = None) -> None:
         failure: tuple[int, str, str | None] | None = None
         try:
-            with anyio.move_on_after(seconds_until(deadline)) as budget:
+            with anyio.move_on_after(self.call.seconds_left()) as budget:
                 try:
                     await self._pump(body_filter)
                 except BodyWithheld as exc:
@@ -178,7 +151,7 @@ class BodyRelay:
             return
         status, message, kind = failure
         if not self.committed:
-            await respond(self.send, self.call, status, error_bytes(status, message, kind))
+            await self.call.respond(status, error_bytes(status, message, kind))
             return
         logger.warning(
             "response body cut after it started",
@@ -199,11 +172,11 @@ class BodyRelay:
         if not self.committed:
             self.committed = True
             self.call.status = self.upstream.status
-            await self.send(
+            await self.call.send(
                 {
                     "type": "http.response.start",
                     "status": self.upstream.status,
                     "headers": self.upstream.headers,
                 }
             )
-        await self.send({"type": "http.response.body", "body": data, "more_body": more})
+        await self.call.send({"type": "http.response.body", "body": data, "more_body": more})

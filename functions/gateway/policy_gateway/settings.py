@@ -246,6 +246,21 @@ class Settings:
         )
 
 
+def service_name(env: Mapping[str, str] | None = None) -> str:
+    """The `service` of every metric, log line and span: the stack's name when deployed.
+
+    Read where each is set up, at import (metrics, logs) or at the build
+    (traces), all three from here so they can never disagree.
+    """
+    env = os.environ if env is None else env
+    return env.get(ENV_SERVICE_NAME) or SERVICE_NAME
+
+
+def metrics_namespace(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    return env.get(ENV_METRICS_NAMESPACE) or METRICS_NAMESPACE
+
+
 def _switch(name: str, value: str | None) -> bool:
     """`true` / `false` (any case; unset or empty is false). Anything else stops the start:
     a security switch must not be guessed from `yes` or `1`."""

@@ -31,7 +31,7 @@ class ApiRoute:
 
 
 _BATCH = "/v1/messages/batches/{message_batch_id}"
-_MESSAGES = "pipeline:MessagesEndpoint"
+_MESSAGES = "messages:MessagesEndpoint"
 _CREATE = "batches:BatchCreateEndpoint"
 _RESULTS = "batch_results:ResultsEndpoint"
 _OBJECTS = "batches:BatchObjectEndpoint"

@@ -128,7 +128,7 @@ class _AttemptSpan:
 
 @dataclass
 class CallTrace:
-    """What the pipeline tells tracing about a call: its status, for the call's span."""
+    """What the endpoint tells tracing about a call: its status, for the call's span."""
 
     status: int = 0
 
@@ -247,11 +247,6 @@ def _mark_error(span: OTelSpan, error_type: str) -> None:
     span.set_status(StatusCode.ERROR)
 
 
-def service_name(env: Mapping[str, str] = os.environ) -> str:
-    """The name for spans when OpenTelemetry's own variables name none."""
-    return env.get(settings.ENV_SERVICE_NAME) or settings.SERVICE_NAME
-
-
 @cache
 def _tracing() -> _Tracing | None:
     if not enabled():
@@ -288,7 +283,7 @@ def _tracing() -> _Tracing | None:
         return None
     configured = OTELResourceDetector().detect().attributes.get(SERVICE_NAME)
     provider = TracerProvider(
-        resource=Resource.create({SERVICE_NAME: str(configured or service_name())}),
+        resource=Resource.create({SERVICE_NAME: str(configured or settings.service_name())}),
         id_generator=AwsXRayIdGenerator(),
     )
     provider.add_span_processor(processor)

@@ -42,7 +42,7 @@ class PolicyChain:
         return [p.label for p in self.policies]
 
     @property
-    def modifies_requests(self) -> bool:
+    def has_request_hooks(self) -> bool:
         """False when no policy has a request hook: the body can go upstream as received."""
         return bool(self._request)
 
@@ -60,7 +60,7 @@ class PolicyChain:
         return all(p.bypassable for p in self.policies)
 
     @property
-    def blockers(self) -> list[str]:
+    def non_bypassable(self) -> list[str]:
         return [p.label for p in self.policies if not p.bypassable]
 
     async def apply_request(self, request: JSONObject, ctx: PolicyContext) -> None:
@@ -109,7 +109,16 @@ class PolicyChain:
         Before each hook only the values at `locations` are kept, as JSON
         text, so the replay never copies the whole request. It is only called
         when a fallback is about to happen, so the happy path never pays.
+        With one request hook in the chain there is nothing to tell apart:
+        every change is that policy's, and nothing is replayed.
         """
+        if len(self._request) == 1:
+            (policy,) = self._request
+            return (
+                {policy.label: [format_path(location) for location in locations]}
+                if locations
+                else {}
+            )
         attribution: dict[str, list[str]] = {}
         for policy in self._request:
             before = [_snapshot(document, location) for location in locations]

@@ -1,123 +1,28 @@
-"""Upstream attempts: send one request body to the Messages API, with the SDK's retry policy.
+"""The upstream client: send one request body to the upstream API, with the SDK's retry policy.
 
 Bytes go through untouched (httpx2, the client the anthropic SDK is built on).
-Errors are classified by status, as the SDK does, never by message text.
-Retries follow the SDK: 408, 409, 429 and 5xx, and connection errors, up to
-UPSTREAM_MAX_RETRIES times; `x-should-retry` and `retry-after(-ms)` are
-honoured; a stream that has started is never retried. Every attempt is one
-trace span.
-
-What differs between upstream APIs sits behind `Provider`: the Anthropic API
-(this module) or Amazon Bedrock (bedrock.py, imported only when configured).
-A provider turns the gateway's request into the upstream's, signs it, and
-turns the upstream's answers, errors and stream framing back into the
-Messages API's, so the pipeline, the policies and the fallback see one API.
+Errors are classified by status, as the SDK does, never by message text, and
+httpx2's errors are translated here, into UpstreamStatusError and
+UpstreamUnavailable, and nowhere else. Retries follow retry.py, up to
+UPSTREAM_MAX_RETRIES times; a stream that has started is never retried. Every
+attempt is one trace span. What differs between upstream APIs is the
+`Provider` (provider.py).
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
-import random
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import anyio
 import httpx2
 
 from . import metrics, settings, tracing
-from .errors import GatewayError, error_bytes
-from .headers import downstream_headers
-
-INITIAL_RETRY_DELAY = 0.5
-MAX_RETRY_DELAY = 8.0
-MAX_RETRY_AFTER = 60.0
-
-
-@dataclass(frozen=True)
-class Outbound:
-    """One request as the upstream takes it."""
-
-    url: str
-    body: bytes
-    headers: list[tuple[str, str]]
-
-
-class Provider(Protocol):
-    """What differs between upstream APIs; retries, timeouts, spans and metrics do not."""
-
-    request_id_header: str
-    """The response header carrying the upstream's id for the request."""
-
-    def outbound(
-        self, path: str, body: bytes, headers: Sequence[tuple[str, str]], *, stream: bool
-    ) -> Outbound:
-        """The upstream request for a gateway call (raises GatewayError if it has none)."""
-        ...
-
-    async def sign(self, request: httpx2.Request) -> None:
-        """Authenticate one attempt (each retry is signed afresh)."""
-        ...
-
-    def status_error(self, status: int, headers: httpx2.Headers, body: bytes) -> tuple[int, bytes]:
-        """The Messages API status and error body for an upstream error."""
-        ...
-
-    def answer(self, path: str, body: bytes) -> bytes:
-        """The Messages API body for a successful non-streaming answer."""
-        ...
-
-    def events(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        """The stream as Messages API SSE bytes."""
-        ...
-
-    def downstream(self, headers: httpx2.Headers) -> list[tuple[bytes, bytes]]:
-        """The response headers the client gets."""
-        ...
-
-
-class AnthropicProvider:
-    """The Messages API itself: everything passes through as it is."""
-
-    request_id_header = "request-id"
-
-    def __init__(self, base_url: str) -> None:
-        if httpx2.URL(base_url).scheme not in ("http", "https"):
-            # Fail the start, not every call: a base URL without a scheme is a
-            # configuration error the readiness check should surface.
-            raise ValueError(f"{settings.ENV_UPSTREAM_BASE_URL} must be an http(s) URL")
-        self._base_url = base_url.rstrip("/")
-
-    def outbound(
-        self, path: str, body: bytes, headers: Sequence[tuple[str, str]], *, stream: bool
-    ) -> Outbound:
-        return Outbound(self._base_url + path, body, list(headers))
-
-    async def sign(self, request: httpx2.Request) -> None:
-        pass
-
-    def status_error(self, status: int, headers: httpx2.Headers, body: bytes) -> tuple[int, bytes]:
-        return status, body
-
-    def answer(self, path: str, body: bytes) -> bytes:
-        return body
-
-    def events(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        return chunks
-
-    def downstream(self, headers: httpx2.Headers) -> list[tuple[bytes, bytes]]:
-        return downstream_headers(headers.multi_items())
-
-
-def provider_for(config: settings.Settings) -> Provider:
-    if config.bedrock:
-        # Imported only here: it brings botocore, which the Anthropic path never needs.
-        from .bedrock import BedrockProvider
-
-        return BedrockProvider(config)
-    return AnthropicProvider(config.upstream_base_url)
+from .errors import error_bytes
+from .provider import Provider, provider_for
+from .retry import retry_delay, should_retry
 
 
 class UpstreamStatusError(Exception):
@@ -232,41 +137,7 @@ class UpstreamResponse:
             await self._response.aclose()
 
 
-def _should_retry(status: int, headers: httpx2.Headers) -> bool:
-    explicit = headers.get("x-should-retry")
-    if explicit == "true":
-        return True
-    if explicit == "false":
-        return False
-    return status in (408, 409, 429) or status >= 500
-
-
-def _retry_after(headers: httpx2.Headers) -> float | None:
-    """The wait the upstream asked for: the first of `retry-after-ms`, `retry-after` that parses."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return float(value) * scale
-        except ValueError:
-            parsed = email.utils.parsedate_tz(value) if scale == 1.0 else None
-            if parsed is not None:
-                return float(email.utils.mktime_tz(parsed) - time.time())
-    return None
-
-
-def _retry_delay(retry: int, headers: httpx2.Headers | None) -> float:
-    # As the SDK has done: a wait outside (0, 60] s is ignored for the normal
-    # backoff, so an upstream (or a proxy) cannot park a call for minutes.
-    asked = None if headers is None else _retry_after(headers)
-    if asked is not None and 0 < asked <= MAX_RETRY_AFTER:
-        return asked
-    backoff = min(INITIAL_RETRY_DELAY * 2.0**retry, MAX_RETRY_DELAY)
-    return backoff * (1 - 0.25 * random.random())
-
-
-class Relay:
+class UpstreamClient:
     """A pooled HTTP client for the upstream, shared by every call in the process."""
 
     def __init__(
@@ -308,12 +179,9 @@ class Relay:
         """
         provider = self._provider
         outbound = provider.outbound(path, body, headers, stream=stream)
-        try:
-            request = self._client.build_request(
-                method, outbound.url, content=outbound.body, headers=outbound.headers
-            )
-        except UnicodeEncodeError:
-            raise GatewayError(400, "A request header value is not ASCII.") from None
+        request = self._client.build_request(
+            method, outbound.url, content=outbound.body, headers=outbound.headers
+        )
         retry = 0
         while True:
             await provider.sign(request)
@@ -328,7 +196,7 @@ class Relay:
             except httpx2.TransportError as exc:
                 span.end(exc)
                 metrics.count(settings.METRIC_UPSTREAM_CONNECTION_ERRORS)
-                delay = _retry_delay(retry, None)
+                delay = retry_delay(retry, None)
                 if not self._may_retry(retry, deadline, delay):
                     raise _unavailable(exc) from None
             else:
@@ -342,8 +210,8 @@ class Relay:
                         provider,
                         path,
                     )
-                delay = _retry_delay(retry, response.headers)
-                retryable = _should_retry(error.status, response.headers)
+                delay = retry_delay(retry, response.headers)
+                retryable = should_retry(error.status, response.headers)
                 if not (retryable and self._may_retry(retry, deadline, delay)):
                     if retryable and retry:
                         error.tell_client_not_to_retry()

@@ -1,0 +1,84 @@
+"""One call's state, from its request to its log line, and the answers the gateway gives itself.
+
+Every stage of a call (auth, the body, the chain, the upstream attempts, the
+relay back) reads what it needs from the one `Call` and records what it did
+there, so the endpoint can write the call's log line and metrics at the end
+whatever happened. It is Starlette's per-response object pattern: state as
+attributes of a small object, never closures sharing `nonlocal`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from starlette.types import Scope, Send
+
+from .auth import Credentials
+from .lambda_context import InvocationContext
+
+_JSON = [(b"content-type", b"application/json")]
+DEADLINE_ERROR = (504, "The gateway ended the call before its Lambda deadline.", "timeout_error")
+
+# What `Call.fallback` says on the log line.
+FALLBACK_NONE = "none"
+FALLBACK_DENIED = "denied"
+FALLBACK_RETRYING = "retrying"
+FALLBACK_SUCCEEDED = "succeeded"
+FALLBACK_FAILED = "failed"
+
+
+@dataclass
+class Call:
+    """One call: what arrived, where its answer goes, and what its log line will say."""
+
+    call_id: str
+    endpoint: str
+    scope: Scope = field(repr=False)
+    send: Send = field(repr=False)
+    invocation: InvocationContext
+    deadline: float | None
+    """time.time() by which the call must have answered (the Lambda deadline less the margin)."""
+    credentials: Credentials = field(default_factory=lambda: Credentials([], ()), repr=False)
+    """Set once the call is authorized; until then, none."""
+    original: bytes = field(default=b"", repr=False)
+    """The body exactly as it arrived: what the passthrough fallback resends."""
+    started: float = field(default_factory=time.perf_counter)
+    status: int = 0
+    stream: bool = False
+    attempts: int = 0
+    fallback: str = FALLBACK_NONE
+    disconnected: bool = False
+    caller: str | None = None
+    upstream_request_id: str | None = None
+
+    def seconds_left(self) -> float | None:
+        return seconds_until(self.deadline)
+
+    async def respond(
+        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        """The whole answer at once, as JSON: an error, or a body read in full."""
+        self.status = status
+        await self.send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    *merge_headers(headers or [], _JSON),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await self.send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def seconds_until(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.time()
+
+
+def merge_headers(
+    upstream: list[tuple[bytes, bytes]], ours: list[tuple[bytes, bytes]]
+) -> list[tuple[bytes, bytes]]:
+    replaced = {key for key, _ in ours}
+    return [item for item in upstream if item[0] not in replaced] + ours
