@@ -9,8 +9,10 @@ never hold it. Several keys can be valid at once, which is how keys rotate
 without downtime.
 
 Both secrets are re-read every SECRETS_TTL_SECONDS (off the event loop). When
-Secrets Manager is throttled or down, the last good value keeps serving; a
-gateway that never read one refuses calls rather than guess.
+Secrets Manager is throttled, down or stalled, the last good value keeps
+serving (an outage must not fail every call; the price is that a removed key
+works until Secrets Manager answers again); a gateway that never read one
+refuses calls rather than guess.
 """
 
 from __future__ import annotations
