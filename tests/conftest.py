@@ -26,8 +26,9 @@ from policy_gateway.app import create_app
 from policy_gateway.budget import create_table
 from policy_gateway.logs import logger
 
+from .support.aws import AWSProxy
 from .support.fake_upstream import FakeUpstream
-from .support.servers import ThreadedServer, free_port, json_lines
+from .support.servers import ThreadedServer, free_port, json_lines, serving
 from .support.traces import XRayEndpoint
 
 AWS_TEST_ENV = {
@@ -68,6 +69,20 @@ def moto_endpoint() -> Iterator[str]:
 @pytest.fixture(autouse=True)
 def _reset_moto(moto_endpoint: str) -> None:
     httpx2.post(f"{moto_endpoint}/moto-api/reset")
+
+
+@pytest.fixture
+def aws_proxy(moto_endpoint: str) -> Iterator[tuple[AWSProxy, str]]:
+    """A recording, stallable AWS endpoint in front of moto, and its URL.
+
+    Released at the end, so no held request outlives the test.
+    """
+    proxy = AWSProxy(moto_endpoint)
+    with serving(proxy) as server:
+        try:
+            yield proxy, server.url
+        finally:
+            proxy.release()
 
 
 @pytest.fixture

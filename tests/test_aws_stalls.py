@@ -2,15 +2,14 @@
 
 The gateway is a real child process whose AWS endpoints are a proxy in front
 of the session's moto server (tests/support/aws.py); `hold()` turns that
-proxy into a stalled endpoint. TTLs of 0 make every call find every cached
-value expired, so no test waits for a TTL.
+proxy into a stalled endpoint. The first test's TTLs of 0 make every call
+find every cached value expired, so no test waits for a TTL.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -19,10 +18,10 @@ from policy_gateway import settings
 from policy_gateway.parameters import READ_DEADLINE_SECONDS, REFRESH_WAIT_SECONDS, TOTAL_ATTEMPTS
 
 from .conftest import KEYS_SECRET, UPSTREAM_KEY, UPSTREAM_SECRET, PutSecret, sdk
-from .support.aws import AWSProxy
+from .support.aws import AWSProxy, gateway_env
 from .support.client import policy_chain
 from .support.fake_upstream import MODEL, FakeUpstream
-from .support.servers import gateway_process, serving
+from .support.servers import gateway_process
 
 PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 REWRITTEN = "claude-model-from-ssm"
@@ -34,30 +33,6 @@ GET_PARAMETER = "AmazonSSM.GetParameter"
 SLACK = 1.0
 
 
-@pytest.fixture
-def aws(moto_endpoint: str) -> Iterator[tuple[AWSProxy, str]]:
-    """The proxy and its URL; released at the end, so no held request outlives the test."""
-    proxy = AWSProxy(moto_endpoint)
-    with serving(proxy) as server:
-        try:
-            yield proxy, server.url
-        finally:
-            proxy.release()
-
-
-def gateway_env(upstream_url: str, aws_url: str, **extra: str) -> dict[str, str]:
-    return {
-        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
-        settings.ENV_UPSTREAM_MAX_RETRIES: "0",
-        settings.ENV_POLICY_CONFIG_PARAMETER: PARAMETER,
-        settings.ENV_POLICY_CONFIG_TTL: "0",
-        "AWS_ENDPOINT_URL_SSM": aws_url,
-        "AWS_ENDPOINT_URL_SECRETS_MANAGER": aws_url,
-        "PYTHONUNBUFFERED": "1",
-        **extra,
-    }
-
-
 def ask(client: anthropic.Anthropic) -> None:
     client.messages.create(
         model=MODEL, max_tokens=16, messages=[{"role": "user", "content": "hello"}]
@@ -65,10 +40,10 @@ def ask(client: anthropic.Anthropic) -> None:
 
 
 def test_stalled_ssm_and_secrets_manager_never_hold_a_call_once_values_loaded(
-    aws: tuple[AWSProxy, str], upstream: FakeUpstream, upstream_url: str, ssm: Any,
+    aws_proxy: tuple[AWSProxy, str], upstream: FakeUpstream, upstream_url: str, ssm: Any,
     put_secret: PutSecret,
 ) -> None:  # fmt: skip
-    proxy, aws_url = aws
+    proxy, aws_url = aws_proxy
     ssm.put_parameter(Name=PARAMETER, Value=CHAIN, Type="String", Overwrite=True)
     put_secret(KEYS_SECRET, json.dumps({"keys": [GATEWAY_KEY]}))
     put_secret(UPSTREAM_SECRET, UPSTREAM_KEY)
@@ -80,6 +55,7 @@ def test_stalled_ssm_and_secrets_manager_never_hold_a_call_once_values_loaded(
             settings.ENV_GATEWAY_KEYS_SECRET: KEYS_SECRET,
             settings.ENV_UPSTREAM_API_KEY_SECRET: UPSTREAM_SECRET,
             settings.ENV_SECRETS_TTL: "0",
+            settings.ENV_POLICY_CONFIG_TTL: "0",
         },
     )
     with gateway_process(env) as (url, _):
@@ -108,9 +84,9 @@ def test_stalled_ssm_and_secrets_manager_never_hold_a_call_once_values_loaded(
 
 
 def test_a_first_read_from_a_stalled_ssm_gives_up_within_the_bound_and_fails_closed(
-    aws: tuple[AWSProxy, str], upstream: FakeUpstream, upstream_url: str, ssm: Any
+    aws_proxy: tuple[AWSProxy, str], upstream: FakeUpstream, upstream_url: str, ssm: Any
 ) -> None:
-    proxy, aws_url = aws
+    proxy, aws_url = aws_proxy
     ssm.put_parameter(Name=PARAMETER, Value=CHAIN, Type="String", Overwrite=True)
     proxy.hold()
     with gateway_process(gateway_env(upstream_url, aws_url)) as (url, _):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 import httpx2
+from policy_gateway import settings
 from starlette.types import Receive, Scope, Send
 
 # How often a waiting test looks whether what it waits for has happened.
@@ -26,6 +27,19 @@ class AWSCall:
     operation: str
     received: float
     answered: float | None = None
+
+
+def gateway_env(upstream_url: str, aws_url: str, **extra: str) -> dict[str, str]:
+    """A gateway process's environment: the chain from SSM, SSM and Secrets Manager at `aws_url`."""
+    return {
+        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+        settings.ENV_UPSTREAM_MAX_RETRIES: "0",
+        settings.ENV_POLICY_CONFIG_PARAMETER: settings.DEFAULT_POLICY_CONFIG_PARAMETER,
+        "AWS_ENDPOINT_URL_SSM": aws_url,
+        "AWS_ENDPOINT_URL_SECRETS_MANAGER": aws_url,
+        "PYTHONUNBUFFERED": "1",
+        **extra,
+    }
 
 
 def wait_until(done: Callable[[], bool], timeout: float = 10.0) -> None:

@@ -17,6 +17,7 @@ refuses calls rather than guess.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -89,6 +90,10 @@ class Credentials:
 class Authenticator(Protocol):
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials: ...
 
+    async def warm(self) -> None:
+        """Read whatever `authorize` needs, so that the first call does not."""
+        ...
+
 
 def _presented(raw: RawHeaders) -> list[bytes]:
     """Every credential value the client sent, in either header."""
@@ -117,6 +122,9 @@ class PassthroughAuth:
         presented = _presented(raw)
         caller = key_caller(presented[0]) if presented else None
         return Credentials(upstream_headers(raw), tuple(presented), caller)
+
+    async def warm(self) -> None:
+        """Nothing to read: the client's own key goes upstream."""
 
 
 def _digest(value: bytes) -> bytes:
@@ -217,6 +225,10 @@ class GatewayKeyAuth:
             ttl,
             partial(_keep_last_good, upstream_secret),
         )
+
+    async def warm(self) -> None:
+        """Both secrets, read together: a failure is handled as on a call (never raised)."""
+        await asyncio.gather(self._keys.get(), self._upstream_key.get())
 
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
         valid = await self._keys.get()

@@ -69,8 +69,12 @@ class PolicySource:
         )
         return last
 
+    async def load(self) -> PolicyChain | None:
+        """The chain in force, None when no good chain was ever loaded."""
+        return await self._cache.get() if self._cache is not None else self._static
+
     async def chain(self) -> PolicyChain:
-        chain = await self._cache.get() if self._cache is not None else self._static
+        chain = await self.load()
         if chain is None:
             raise _NO_CHAIN
         return chain
