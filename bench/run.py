@@ -3,7 +3,8 @@
 Everything runs on loopback: an instant fake upstream (bench/upstream_stub.py)
 in its own process, each gateway as a real `python -m policy_gateway serve`
 child process, and a moto server in this process for the fallback flag (SSM)
-and the fallback budget's table (DynamoDB).
+and the fallback budget's table (DynamoDB). Figure (8) builds the artifact
+`sam deploy` ships and starts it through its own run.sh under python3.13.
 One raw-socket client (bench/wire.py) calls both the upstream directly and the
 gateway, alternating which goes first, so drift on a noisy machine lands on
 both sides alike. Every figure is a difference or a ratio from the same run.
@@ -16,6 +17,7 @@ bench/results/latency.png.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
 import os
@@ -24,6 +26,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -68,6 +71,25 @@ FLAG_OFF = "/bench/fallback-off"
 BUDGET_TABLE = "bench-fallback-budget"
 # Every benchmark fallback comes from one caller; the budget must not end them.
 UNLIMITED_BUDGET = str(10**9)
+# The built artifact reads its chain from SSM, as the template configures it.
+CHAIN_PARAMETER = "/bench/policy-config"
+PYTHON313_SCRIPT = ROOT / "release" / "python313.py"
+FUNCTION = "GatewayFunction"
+LAYER = "PoliciesLayer"
+# What the artifact figure times inside one python3.13: the gateway's own split
+# of its start-up (the rest of the way to readiness is the interpreter and uvicorn).
+SPLIT = """
+import asyncio, json, time
+started = time.perf_counter()
+from policy_gateway.app import _build_gateway
+from policy_gateway.settings import Settings
+imported = time.perf_counter()
+gateway = _build_gateway(Settings.from_env(), time.time)
+built = time.perf_counter()
+asyncio.run(gateway.warm())
+print(json.dumps({"app_import_s": imported - started, "build_s": built - imported,
+                  "aws_reads_s": time.perf_counter() - built}))
+"""
 
 
 @dataclass
@@ -210,6 +232,7 @@ class Environment:
         ssm = client("ssm")
         ssm.put_parameter(Name=FLAG_ON, Value="true", Type="String", Overwrite=True)
         ssm.put_parameter(Name=FLAG_OFF, Value="false", Type="String", Overwrite=True)
+        ssm.put_parameter(Name=CHAIN_PARAMETER, Value=REPLACE_CHAIN, Type="String", Overwrite=True)
         create_table(client("dynamodb"), BUDGET_TABLE)
 
     def gateway_env(
@@ -555,24 +578,180 @@ def measure_cold_start(env: Environment, raw: dict[str, Any]) -> list[Figure]:
     raw["cold_start"] = {"floor_s": floor, "ready_s": ready, "first_answer_s": answered}
     base = statistics.median(floor)
     figures = []
-    # The issue sets a target for readiness only; the first answer is reported beside it.
-    limit = min(1.5 * base, base + 0.4)
-    for label, samples, target in (
-        ("ready (/healthz)", ready, f"<= {ms(limit):.0f}"),
-        ("first answered request", answered, "report"),
-    ):
+    # Reported only. Readiness used to be answered before the gateway was built,
+    # against a target for exactly that; since issue 13 /healthz waits for the
+    # build and the first AWS reads, and the cold-start target is figure (8)'s:
+    # the built artifact's first answer.
+    for label, samples in (("ready (/healthz)", ready), ("first answered request", answered)):
         value = statistics.median(samples)
         figures.append(
             Figure(
                 f"(5) cold start to {label}",
                 ms(value),
                 "ms",
-                target,
-                value <= limit if target != "report" else None,
+                "report",
+                None,
                 f"floor {ms(base):.0f} ms; {value / base:.2f}x, +{ms(value - base):.0f} ms",
             )
         )
     return figures
+
+
+def python313() -> tuple[str, dict[str, str]]:
+    """python3.13 as `sam build` finds it, and what the environment needs for that (pyenv)."""
+    spec = importlib.util.spec_from_file_location("release_python313", PYTHON313_SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    finder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(finder)
+    found: tuple[str, dict[str, str]] | None = finder.find(os.environ)
+    if found is None:
+        raise RuntimeError(f"the artifact figure needs python3.13 ({PYTHON313_SCRIPT})")
+    return found
+
+
+def set_writable(tree: Path, writable: bool) -> None:
+    for path in (tree, *tree.rglob("*")):
+        if not path.is_symlink():
+            mode = path.stat().st_mode
+            path.chmod(mode | 0o200 if writable else mode & ~0o222)
+
+
+@contextmanager
+def sam_artifact(python_env: dict[str, str]) -> Iterator[Path]:
+    """`sam build` for this machine, read-only like Lambda's /var/task and /opt."""
+    arch = "arm64" if platform.machine() in ("aarch64", "arm64") else "x86_64"
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-sam-") as tmp,
+        open(RESULTS / "sam.log", "wb") as log,
+    ):
+        build = Path(tmp) / "build"
+        subprocess.run(
+            [
+                str(Path(sys.executable).parent / "sam"),
+                "build",
+                "--template-file",
+                str(ROOT / "template.yaml"),
+                "--build-dir",
+                str(build),
+                "--parameter-overrides",
+                f"Architecture={arch}",
+                "--no-cached",
+                "--no-use-container",
+            ],
+            cwd=ROOT,
+            env={**os.environ, **python_env, "SAM_CLI_TELEMETRY": "0"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=True,
+        )
+        set_writable(build, False)
+        try:
+            yield build
+        finally:
+            set_writable(build, True)
+
+
+def measure_artifact_cold_start(env: Environment, raw: dict[str, Any]) -> list[Figure]:
+    """What `sam deploy` ships, started through its own run.sh as the adapter starts it.
+
+    python3.13, the tree read-only (and, since root may write anyway, no bytecode
+    written: every start is as cold as Lambda's), the chain and the flag from SSM.
+    The floor is a bare app on the artifact's own uvicorn under the same python3.13.
+    """
+    executable, python_env = python313()
+    with sam_artifact(python_env) as build, tempfile.TemporaryDirectory() as bin_dir:
+        # run.sh runs `python3`, which in the runtime is 3.13.
+        (Path(bin_dir) / "python3").symlink_to(executable)
+        function = build / FUNCTION
+        common = {
+            **python_env,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        gateway = {
+            **env.gateway_env(REPLACE_CHAIN),
+            **common,
+            # run.sh adds the task root and /opt/python; here the layer is not at /opt.
+            "PYTHONPATH": str(build / LAYER / "python"),
+            "POLICY_CONFIG_PARAMETER": CHAIN_PARAMETER,
+            "AWS_EC2_METADATA_DISABLED": "true",
+            # Tracing on, as in Lambda; spans go to a port nobody reads.
+            "LAMBDA_TASK_ROOT": str(function),
+            "AWS_XRAY_DAEMON_ADDRESS": f"{HOST}:{free_port()}",
+        }
+        floor_env = {**os.environ, **common, "PYTHONPATH": str(function)}
+        floor: list[float] = []
+        ready: list[float] = []
+        answered: list[float] = []
+        for _ in range(COLD_RUNS):
+            port = free_port()
+            floor.append(
+                cold_start(
+                    [executable, str(BENCH / "floor_app.py"), str(port)],
+                    floor_env,
+                    port,
+                    "artifact-floor.log",
+                )[0]
+            )
+            port = free_port()
+            up, first = cold_start(
+                [str(function / "run.sh")], {**gateway, "PORT": str(port)}, port, "artifact.log"
+            )
+            ready.append(up)
+            answered.append(first)
+        interpreter = [
+            timed(lambda: subprocess.run([executable, "-c", "pass"], env=floor_env, check=True))
+            for _ in range(COLD_RUNS)
+        ]
+        split_env = {**gateway, "PYTHONPATH": f"{build / LAYER / 'python'}{os.pathsep}{function}"}
+        # The gateway logs to stdout too; the split is the last line.
+        splits = [
+            json.loads(
+                subprocess.run(
+                    [executable, "-c", SPLIT], env=split_env, capture_output=True, check=True
+                ).stdout.splitlines()[-1]
+            )
+            for _ in range(COLD_RUNS)
+        ]
+    split = {key: statistics.median(s[key] for s in splits) for key in splits[0]}
+    split["interpreter_s"] = statistics.median(interpreter)
+    raw["artifact_cold_start"] = {
+        "floor_s": floor,
+        "ready_s": ready,
+        "first_answer_s": answered,
+        "split_s": split,
+    }
+    base, up, first = (statistics.median(x) for x in (floor, ready, answered))
+    limit = 1.5 * base
+    return [
+        Figure(
+            "(8) artifact: cold start to first answered request",
+            ms(first),
+            "ms",
+            f"<= {ms(limit):.0f}",
+            first <= limit,
+            f"bare app ready {ms(base):.0f} ms; {first / base:.2f}x; "
+            f"/healthz ready {ms(up):.0f} ms",
+        ),
+        Figure(
+            "(8) artifact: split of the start-up",
+            ms(first),
+            "ms",
+            "report",
+            None,
+            f"interpreter {ms(split['interpreter_s']):.0f}, gateway imports "
+            f"{ms(split['app_import_s']):.0f} + build {ms(split['build_s']):.0f}, SSM reads "
+            f"{ms(split['aws_reads_s']):.0f}, first call {ms(first - up):.0f} ms",
+        ),
+    ]
+
+
+def timed(run: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
 
 
 def peak_rss_mb(pid: int) -> tuple[float, float]:
@@ -686,6 +865,7 @@ def main() -> int:
     with ExitStack() as stack:
         env = Environment(stack)
         figures += measure_cold_start(env, raw)
+        figures += measure_artifact_cold_start(env, raw)
         with env.gateway("noop", NOOP_CHAIN) as noop:
             figures += measure_latency(env, noop, raw)
             figures += measure_streaming(env, noop, raw)

@@ -24,11 +24,12 @@ from policy_gateway.app import create_app
 from policy_gateway.budget import create_table
 from policy_gateway.logs import logger
 
+from .support.aws import AWSProxy
 from .support.clock import ManualClock
 from .support.fake_bedrock import FakeBedrock
 from .support.fake_upstream import FakeUpstream
 from .support.gateway import GatewayFactory, GatewayStdout
-from .support.servers import ThreadedServer, free_port
+from .support.servers import ThreadedServer, free_port, serving
 from .support.traces import XRayEndpoint
 
 AWS_TEST_ENV = {
@@ -69,6 +70,20 @@ def moto_endpoint() -> Iterator[str]:
 @pytest.fixture(autouse=True)
 def _reset_moto(moto_endpoint: str) -> None:
     httpx2.post(f"{moto_endpoint}/moto-api/reset")
+
+
+@pytest.fixture
+def aws_proxy(moto_endpoint: str) -> Iterator[tuple[AWSProxy, str]]:
+    """A recording, stallable AWS endpoint in front of moto, and its URL.
+
+    Released at the end, so no held request outlives the test.
+    """
+    proxy = AWSProxy(moto_endpoint)
+    with serving(proxy) as server:
+        try:
+            yield proxy, server.url
+        finally:
+            proxy.release()
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ from policy_gateway.budget import (
 from policy_gateway.lambda_context import from_headers
 from starlette.types import Receive, Scope, Send
 
+from .support.aws import AWSProxy
 from .support.cfn import insight_rule_body
 from .support.cli import cli, status_of
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
@@ -50,7 +51,6 @@ from .support.servers import (
     gateway_process,
     json_lines,
     lifespan_handled,
-    request_body,
     serving,
 )
 
@@ -184,7 +184,7 @@ def test_dynamodb_store_that_cannot_connect_is_unavailable(
         anyio.run(DynamoDBStore("t", dynamodb_client).spend, "a", 0, 3, 7200)
 
     def one_attempt() -> Any:
-        return boto3.client("dynamodb", config=Config(retries={"max_attempts": 1}))
+        return boto3.client("dynamodb", config=Config(retries={"total_max_attempts": 1}))
 
     # Without the retry's back-off inside the bound, the connection error itself shows.
     with pytest.raises(BudgetUnavailable, match="EndpointConnectionError"):
@@ -321,35 +321,6 @@ def test_a_new_window_restores_the_budget_on_every_instance(
 # ------------------------------------------------------------ fail closed
 
 
-class CountingProxy:
-    """Forwards every request to `target` and records each one's X-Amz-Target."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self.operations: list[str] = []
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if await lifespan_handled(scope, receive, send):
-            return
-        body = await request_body(receive)
-        headers = {k.decode(): v.decode() for k, v in scope["headers"] if k != b"host"}
-        self.operations.append(headers.get("x-amz-target", "?"))
-        async with httpx2.AsyncClient() as client:
-            answer = await client.post(self.target + scope["path"], content=body, headers=headers)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": answer.status_code,
-                "headers": [
-                    (k.encode(), v.encode())
-                    for k, v in answer.headers.items()
-                    if k.lower() not in ("content-length", "transfer-encoding", "connection")
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": answer.content})
-
-
 class Throttling:
     """A DynamoDB endpoint that only ever answers ThrottlingException (or, stalled, nothing)."""
 
@@ -434,7 +405,7 @@ def test_the_happy_path_makes_no_dynamodb_call(
     dynamodb_endpoint: Callable[[str], None],
 ) -> None:
     set_flag("true")
-    proxy = CountingProxy(moto_endpoint)
+    proxy = AWSProxy(moto_endpoint)
     with serving(proxy) as server:
         dynamodb_endpoint(server.url)
         url = make_gateway(policy_config=REPLACE, fallback_budget_table=budget_table)

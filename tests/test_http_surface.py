@@ -12,6 +12,7 @@ import pytest
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, text_events
 from .support.gateway import GatewayFactory
 from .support.sdk import REPLACE, sdk
+from .support.servers import wait_ready
 
 
 def assert_anthropic_error(response: httpx2.Response, status: int, error_type: str) -> None:
@@ -73,7 +74,9 @@ def test_other_routes_and_methods_get_anthropic_errors(
 
 
 def test_healthz(make_gateway: GatewayFactory) -> None:
-    response = httpx2.get(make_gateway() + "/healthz")
+    url = make_gateway()
+    wait_ready(url)
+    response = httpx2.get(url + "/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
 

@@ -12,6 +12,7 @@ reply through it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -22,6 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx2
@@ -43,7 +45,7 @@ ELF_MACHINE = {"arm64": 0xB7, "x86_64": 0x3E}
 SAM = Path(sys.executable).parent / "sam"
 FUNCTION = "GatewayFunction"
 LAYER = "PoliciesLayer"
-PYENV_FALLBACK = "3.11.7:3.13.0"
+PYTHON313_SCRIPT = ROOT / "release" / "python313.py"
 # Lambda's unzipped limit is 250 MB for the function and all its layers; the
 # adapter layer takes a few MB of it.
 UNZIPPED_BUDGET = 200 * 1024 * 1024
@@ -55,27 +57,26 @@ class Python313:
     env: dict[str, str]  # what to add to the environment for python3.13 to resolve
 
 
+def _load_python313() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("release_python313", PYTHON313_SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _find_python313() -> Python313:
     """A python3.13 as `sam build` will find it: on PATH, or through pyenv."""
-    for extra in ({}, {"PYENV_VERSION": PYENV_FALLBACK}):
-        env = {**_clean_env(), **extra}
-        try:
-            found = subprocess.run(
-                ["python3.13", "-c", "import sys; print(sys.executable)"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
-        except FileNotFoundError:
-            break
-        if found.returncode == 0:
-            return Python313(Path(found.stdout.strip()), extra)
-    pytest.fail(
-        "sam build (no container) needs a python3.13 on PATH; with pyenv: "
-        f"pyenv install 3.13 and PYENV_VERSION={PYENV_FALLBACK}"
-    )
+    finder = _load_python313()
+    found = finder.find(_clean_env())
+    if found is None:
+        pytest.fail(
+            "sam build (no container) needs a python3.13 on PATH; with pyenv: "
+            f"pyenv install 3.13 and PYENV_VERSION={finder.PYENV_FALLBACK}"
+        )
+    executable, env = found
+    return Python313(Path(executable), env)
 
 
 def _clean_env() -> dict[str, str]:

@@ -124,11 +124,13 @@ def gateway_process(
     cwd: Path | None = None,
     stdout_path: Path | None = None,
     serve_args: Sequence[str] = (),
+    ready: bool = True,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`policy-gateway serve` (or `command`) as a real child process; yields its URL.
 
-    The child's stdout (JSON logs and EMF lines) goes to `stdout_path` when
-    given, so a test can parse what the gateway printed.
+    With `ready`, once /healthz answers 200; without, at once, for a test of
+    what comes before. The child's stdout (JSON logs and EMF lines) goes to
+    `stdout_path` when given, so a test can parse what the gateway printed.
     """
     port = free_port()
     full_env = {**os.environ, **env, "PORT": str(port)}
@@ -139,7 +141,8 @@ def gateway_process(
     process = subprocess.Popen(args, env=full_env, cwd=cwd or ROOT, stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(url, process)
+        if ready:
+            wait_ready(url, process)
         yield url, process
     finally:
         process.terminate()

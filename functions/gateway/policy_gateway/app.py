@@ -89,32 +89,44 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     )
 
 
+async def _ready_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
+    loop = asyncio.get_running_loop()
+    gateway = await loop.run_in_executor(None, _build_gateway, config, clock)
+    await gateway.warm()
+    return gateway
+
+
 class _DeferredGateway:
-    """The gateway, built in a worker thread while the server comes up.
+    """The gateway, built in a worker thread while the server comes up, then warmed.
 
     Building it imports httpx2, Powertools, the configured policies (with
-    pydantic for most of them) and, with tracing on, OpenTelemetry: over
-    100 ms that would otherwise stand between process start and the Lambda
-    Web Adapter's readiness check. The
-    build starts at lifespan startup, so it runs while the adapter polls
-    /healthz and the first invocation is on its way; the first call awaits
-    whatever is left of it, later calls find it done.
+    pydantic for most of them) and, with tracing on, OpenTelemetry, and
+    creates the upstream client; warming it makes the AWS reads a first call
+    would make (`Gateway.warm`). Both start at lifespan startup, so the
+    server answers /healthz at once (503 until they are done): the Lambda Web
+    Adapter keeps polling until it gets a 200, so Lambda's init phase, not the
+    first user's request, pays for start-up. A call that arrives earlier
+    (outside Lambda) awaits whatever is left.
     """
 
     def __init__(self, config: Settings, clock: Callable[[], float]) -> None:
         self._config = config
         self._clock = clock
-        self._built: asyncio.Future[Gateway] | None = None
+        self._built: asyncio.Task[Gateway] | None = None
 
-    def start(self) -> asyncio.Future[Gateway]:
+    def start(self) -> asyncio.Task[Gateway]:
         if self._built is None:
-            loop = asyncio.get_running_loop()
-            self._built = loop.run_in_executor(None, _build_gateway, self._config, self._clock)
+            self._built = asyncio.ensure_future(_ready_gateway(self._config, self._clock))
         return self._built
 
     async def get(self) -> Gateway:
         # Shielded: a cancelled call must not cancel the build the others await.
         return await asyncio.shield(self.start())
+
+    @property
+    def ready(self) -> bool:
+        built = self._built
+        return built is not None and built.done() and built.exception() is None
 
     @property
     def failed(self) -> bool:
@@ -156,14 +168,17 @@ def create_app(config: Settings | None = None, clock: Callable[[], float] = time
     gateway = _DeferredGateway(config, clock)
 
     async def healthz(request: Request) -> Response:
-        # Ready while the build runs (the first call waits for it), but never
-        # ready once it failed: the adapter's readiness check must not pass
+        # Ready only once a call would find everything built and read; never
+        # once the build failed: the adapter's readiness check must not pass
         # a gateway that can only answer 500.
-        if gateway.failed:
-            return JSONResponse(
-                error_body(503, "The gateway failed to start; see its logs."), status_code=503
-            )
-        return JSONResponse({"status": "ok"})
+        if gateway.ready:
+            return JSONResponse({"status": "ok"})
+        message = (
+            "The gateway failed to start; see its logs."
+            if gateway.failed
+            else "The gateway is starting; try again shortly."
+        )
+        return JSONResponse(error_body(503, message), status_code=503)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -9,12 +9,15 @@ never hold it. Several keys can be valid at once, which is how keys rotate
 without downtime.
 
 Both secrets are re-read every SECRETS_TTL_SECONDS (off the event loop). When
-Secrets Manager is throttled or down, the last good value keeps serving; a
-gateway that never read one refuses calls rather than guess.
+Secrets Manager is throttled, down or stalled, the last good value keeps
+serving (an outage must not fail every call; the price is that a removed key
+works until Secrets Manager answers again); a gateway that never read one
+refuses calls rather than guess.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -93,6 +96,10 @@ class Credentials:
 class Authenticator(Protocol):
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials: ...
 
+    async def warm(self) -> None:
+        """Read whatever `authorize` needs, so that the first call does not."""
+        ...
+
 
 def _presented(raw: RawHeaders) -> list[bytes]:
     """Every credential value the client sent, in either header."""
@@ -121,6 +128,9 @@ class PassthroughAuth:
         presented = _presented(raw)
         caller = key_caller(presented[0]) if presented else None
         return Credentials(upstream_headers(raw), tuple(presented), caller)
+
+    async def warm(self) -> None:
+        """Nothing to read: the client's own key goes upstream."""
 
 
 def _digest(value: bytes) -> bytes:
@@ -233,6 +243,13 @@ class GatewayKeyAuth:
                 clock,
             )
         )
+
+    async def warm(self) -> None:
+        """Both secrets, read together: a failure is handled as on a call (never raised)."""
+        if self._upstream_key is None:
+            await self._keys.get()
+        else:
+            await asyncio.gather(self._keys.get(), self._upstream_key.get())
 
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
         valid = await self._keys.get()

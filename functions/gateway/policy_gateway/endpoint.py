@@ -40,6 +40,22 @@ class Gateway:
     policies: PolicySource
     auth: Authenticator
 
+    async def warm(self) -> None:
+        """Make the AWS reads a first call would otherwise make, so that init pays for them.
+
+        The chain (from SSM when configured so), the fallback flag when a
+        fallback is possible (the chain has request hooks), and the secrets in
+        `gateway_key` mode. Each read is bounded (`parameters.READ_DEADLINE_SECONDS`)
+        and a failed one is handled as on any call: a gateway whose chain could
+        not load is ready to refuse calls, exactly as it would after start-up.
+        """
+        await asyncio.gather(self.auth.warm(), self._warm_policies())
+
+    async def _warm_policies(self) -> None:
+        chain = await self.policies.load()
+        if chain is not None and chain.has_request_hooks:
+            await self.fallback.flag.enabled()
+
 
 class GatewayEndpoint:
     """One call on one route; a new instance per call, so per-call state may live on it."""

@@ -3,6 +3,13 @@
 Fail-closed: `true`/`false` (any case) are the only values; anything else, a
 missing parameter or an SSM error means off, with one warning per TTL. The
 flag never fails a request.
+
+Unlike the chain and the secrets, the flag does not keep its last good value
+through an error: the fallback is fail-open for request-side policies, and an
+operator who turned it off during an incident must not be overruled by an SSM
+the gateway cannot read. A read that is merely slow is no error (see
+`parameters.TTLCache`): the value held serves until the read answers or, at
+`READ_DEADLINE_SECONDS`, fails and turns the flag off.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 The chain JSON is read from the SSM parameter named by POLICY_CONFIG_PARAMETER
 (live: re-read every TTL) or from inline POLICY_CONFIG; the parameter wins.
 A bad config never takes the gateway down: the last good chain keeps serving,
-the error is logged and counted. With no good chain ever loaded, requests fail
-closed: running without the operator's policies would silently weaken them.
+the error is logged and counted; so does an SSM that errors or stalls (see
+`parameters.TTLCache`), since the last good chain is still the operator's. With
+no good chain ever loaded, requests fail closed: running without the
+operator's policies would silently weaken them.
 """
 
 from __future__ import annotations
@@ -67,8 +69,12 @@ class PolicySource:
         )
         return last
 
+    async def load(self) -> PolicyChain | None:
+        """The chain in force, None when no good chain was ever loaded."""
+        return await self._cache.get() if self._cache is not None else self._static
+
     async def chain(self) -> PolicyChain:
-        chain = await self._cache.get() if self._cache is not None else self._static
+        chain = await self.load()
         if chain is None:
             # A fresh error per call: a shared instance would keep every raise's frames.
             raise GatewayError(500, NO_CHAIN_MESSAGE, "api_error")

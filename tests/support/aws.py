@@ -1,0 +1,105 @@
+"""An AWS endpoint in front of the session's moto server that records and can stall.
+
+Pointed at by `AWS_ENDPOINT_URL_<SERVICE>`, it forwards every call to moto
+and records its operation (`X-Amz-Target`) with when it arrived and when it
+was answered. `hold()` makes it behave as a stalled AWS endpoint does: it
+accepts each request and answers nothing until `release()`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio.to_thread
+import httpx2
+from policy_gateway import settings
+from starlette.types import Receive, Scope, Send
+
+# How often a waiting test looks whether what it waits for has happened.
+POLL_SECONDS = 0.01
+
+
+@dataclass
+class AWSCall:
+    operation: str
+    received: float
+    answered: float | None = None
+
+
+def gateway_env(upstream_url: str, aws_url: str, **extra: str) -> dict[str, str]:
+    """A gateway process's environment: the chain from SSM, SSM and Secrets Manager at `aws_url`."""
+    return {
+        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+        settings.ENV_UPSTREAM_MAX_RETRIES: "0",
+        settings.ENV_POLICY_CONFIG_PARAMETER: settings.DEFAULT_POLICY_CONFIG_PARAMETER,
+        "AWS_ENDPOINT_URL_SSM": aws_url,
+        "AWS_ENDPOINT_URL_SECRETS_MANAGER": aws_url,
+        "PYTHONUNBUFFERED": "1",
+        **extra,
+    }
+
+
+def wait_until(done: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Return once `done()` holds; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not done after {timeout}s")
+        time.sleep(POLL_SECONDS)
+
+
+class AWSProxy:
+    """Forwards every request to `target` (moto); can hold them, unanswered, until released."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.calls: list[AWSCall] = []
+        self._open = threading.Event()
+        self._open.set()
+
+    @property
+    def operations(self) -> list[str]:
+        return [call.operation for call in self.calls]
+
+    def hold(self) -> None:
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode(): v.decode() for k, v in scope["headers"] if k != b"host"}
+        call = AWSCall(headers.get("x-amz-target", "?"), time.monotonic())
+        self.calls.append(call)
+        # Abandoned if the server shuts down first; the thread is a daemon, as
+        # the server's is, and ends at release().
+        await anyio.to_thread.run_sync(self._open.wait, abandon_on_cancel=True)
+        async with httpx2.AsyncClient() as client:
+            answer = await client.post(self.target + scope["path"], content=body, headers=headers)
+        call.answered = time.monotonic()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": answer.status_code,
+                "headers": [
+                    (k.encode(), v.encode())
+                    for k, v in answer.headers.items()
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection")
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer.content})

@@ -1,0 +1,282 @@
+"""The cache every AWS value goes through: one refresh at a time, stale while it runs, bounded.
+
+Time is injected: the TTL runs on a `Clock` the test moves, and a read that
+stalls is a worker thread waiting on an event the test sets. The only real
+time measured is the bounds themselves (the refresh wait and the deadline).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import anyio
+import pytest
+from policy_gateway.parameters import (
+    CONNECT_TIMEOUT_SECONDS,
+    READ_DEADLINE_SECONDS,
+    READ_TIMEOUT_SECONDS,
+    REFRESH_WAIT_SECONDS,
+    TOTAL_ATTEMPTS,
+    TTLCache,
+    aws_config,
+)
+
+TTL = 30.0
+# Generous for a worker thread to answer an event on a busy machine, and still
+# far below the deadline a stalled read would run into.
+PROMPT = 2.0
+
+
+@dataclass
+class Clock:
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Source:
+    """The value AWS holds; `stall()` makes every read wait until `answer()`."""
+
+    value: object = 1
+    error: Exception | None = None
+    reads: int = 0
+    _open: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self._open.set()
+
+    def stall(self) -> None:
+        self._open.clear()
+
+    def answer(self) -> None:
+        self._open.set()
+
+    def __call__(self) -> object:
+        self.reads += 1
+        self._open.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+@dataclass
+class Errors:
+    """An `on_error` that keeps the last good value and remembers what it was told."""
+
+    seen: list[type[Exception]] = field(default_factory=list)
+
+    def __call__(self, exc: Exception, last: object) -> object:
+        self.seen.append(type(exc))
+        return last
+
+
+@pytest.fixture
+def source() -> Iterator[Source]:
+    """The tests' AWS; answered at the end, so no stalled read outlives its test."""
+    stalled = Source()
+    yield stalled
+    stalled.answer()
+
+
+POLL = 0.01
+
+
+async def until(done: Callable[[], bool]) -> None:
+    """Poll on the loop (where a refresh lands) until `done()` holds, for at most PROMPT."""
+    for _ in range(int(PROMPT / POLL)):
+        if done():
+            return
+        await anyio.sleep(POLL)
+    raise AssertionError("not done in time")
+
+
+async def fresh(cache: TTLCache[object], value: object) -> None:
+    """Poll until the cache serves `value`: its background refresh has landed."""
+    for _ in range(int(PROMPT / POLL)):
+        if await cache.get() == value:
+            return
+        await anyio.sleep(POLL)
+    raise AssertionError(f"{value!r} never served")
+
+
+def test_the_config_makes_two_attempts_in_all_within_short_timeouts() -> None:
+    config = aws_config()
+    assert config.retries == {"total_max_attempts": TOTAL_ATTEMPTS, "mode": "standard"}
+    assert TOTAL_ATTEMPTS == 2
+    assert (config.connect_timeout, config.read_timeout) == (
+        CONNECT_TIMEOUT_SECONDS,
+        READ_TIMEOUT_SECONDS,
+    )
+    # Two stalled attempts and the back-off between them (at most 1 s) fit the deadline.
+    assert TOTAL_ATTEMPTS * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) <= (
+        READ_DEADLINE_SECONDS + CONNECT_TIMEOUT_SECONDS
+    )
+
+
+def test_a_value_is_read_once_per_ttl(source: Source) -> None:
+    clock = Clock()
+    cache: TTLCache[object] = TTLCache(source, TTL, Errors(), clock)
+
+    async def run() -> None:
+        assert [await cache.get() for _ in range(5)] == [1] * 5
+        assert source.reads == 1
+        clock.now += TTL - 0.001
+        source.value = 2
+        assert await cache.get() == 1
+        assert source.reads == 1
+        clock.now += 0.001
+        # A healthy source answers within the refresh wait: the change is seen at once.
+        assert await cache.get() == 2
+        assert source.reads == 2
+
+    anyio.run(run)
+
+
+def test_concurrent_first_reads_share_one_read(source: Source) -> None:
+    source.stall()
+    cache: TTLCache[object] = TTLCache(source, TTL, Errors(), Clock())
+
+    async def run() -> list[object]:
+        waiting = [asyncio.ensure_future(cache.get()) for _ in range(20)]
+        await asyncio.sleep(0.05)
+        assert not any(task.done() for task in waiting)
+        source.answer()
+        return list(await asyncio.gather(*waiting))
+
+    assert asyncio.run(run()) == [1] * 20
+    assert source.reads == 1
+
+
+def test_an_expired_value_serves_at_once_while_one_refresh_runs(source: Source) -> None:
+    clock = Clock()
+    cache: TTLCache[object] = TTLCache(source, TTL, Errors(), clock, wait=0)
+
+    async def run() -> None:
+        assert await cache.get() == 1
+        clock.now += TTL
+        source.stall()
+        source.value = 2
+        started = time.monotonic()
+        served = await asyncio.gather(*(cache.get() for _ in range(50)))
+        assert time.monotonic() - started < PROMPT
+        assert served == [1] * 50
+        await until(lambda: source.reads == 2)  # the refresh's thread started its read
+        assert await asyncio.gather(*(cache.get() for _ in range(50))) == [1] * 50
+        assert source.reads == 2  # one refresh, however many calls found the value expired
+        source.answer()
+        await fresh(cache, 2)
+        assert source.reads == 2
+
+    anyio.run(run)
+
+
+def test_a_stalled_refresh_holds_a_call_no_longer_than_the_refresh_wait(source: Source) -> None:
+    clock = Clock()
+    cache: TTLCache[object] = TTLCache(source, TTL, Errors(), clock)
+
+    async def run() -> None:
+        assert await cache.get() == 1
+        clock.now += TTL
+        source.stall()
+        started = time.monotonic()
+        assert await cache.get() == 1
+        waited = time.monotonic() - started
+        assert REFRESH_WAIT_SECONDS * 0.9 <= waited < REFRESH_WAIT_SECONDS + PROMPT
+        assert source.reads == 2
+        source.answer()
+
+    anyio.run(run)
+
+
+def test_a_failed_refresh_keeps_what_on_error_decides_until_the_next_ttl(source: Source) -> None:
+    clock, errors = Clock(), Errors()
+    cache: TTLCache[object] = TTLCache(source, TTL, errors, clock)
+
+    async def run() -> None:
+        assert await cache.get() == 1
+        clock.now += TTL
+        source.error = RuntimeError("throttled")
+        assert await cache.get() == 1  # the last good value
+        assert [await cache.get() for _ in range(5)] == [1] * 5
+        assert (source.reads, errors.seen) == (2, [RuntimeError])  # one read per TTL
+        clock.now += TTL
+        source.error = None
+        source.value = 3
+        assert await cache.get() == 3
+
+    anyio.run(run)
+
+
+def test_on_error_may_refuse_the_last_good_value(source: Source) -> None:
+    """The flag's rule: an error means off, whatever was read before."""
+    clock = Clock()
+    source.value = True
+    cache: TTLCache[object] = TTLCache(source, TTL, lambda exc, last: False, clock)
+
+    async def run() -> None:
+        assert await cache.get() is True
+        clock.now += TTL
+        source.error = RuntimeError("down")
+        assert await cache.get() is False
+
+    anyio.run(run)
+
+
+def test_a_stalled_refresh_that_never_answers_ends_as_an_error(source: Source) -> None:
+    clock, errors = Clock(), Errors()
+    cache: TTLCache[object] = TTLCache(source, TTL, errors, clock, wait=0, deadline=0.2)
+
+    async def run() -> None:
+        assert await cache.get() == 1
+        clock.now += TTL
+        source.stall()
+        source.value = 2
+        assert await cache.get() == 1
+        await until(lambda: bool(errors.seen))
+        assert errors.seen == [TimeoutError]
+        assert await cache.get() == 1  # kept until the next TTL, without another read
+        assert source.reads == 2
+
+    anyio.run(run)
+
+
+def test_the_first_read_gives_up_at_the_deadline(source: Source) -> None:
+    errors = Errors()
+    source.stall()
+    deadline = 0.3
+    cache: TTLCache[object] = TTLCache(source, TTL, errors, Clock(), deadline=deadline)
+
+    async def run() -> tuple[object, float]:
+        started = time.monotonic()
+        value = await cache.get()
+        return value, time.monotonic() - started
+
+    value, waited = anyio.run(run)
+    assert value is None  # nothing good was ever read: on_error's answer
+    assert errors.seen == [TimeoutError]
+    assert deadline <= waited < deadline + PROMPT
+
+
+@pytest.mark.parametrize("wait", [0, REFRESH_WAIT_SECONDS])
+def test_a_cancelled_caller_leaves_the_refresh_running(source: Source, wait: float) -> None:
+    clock = Clock()
+    cache: TTLCache[object] = TTLCache(source, TTL, Errors(), clock, wait=wait)
+
+    async def run() -> None:
+        assert await cache.get() == 1
+        clock.now += TTL
+        source.stall()
+        source.value = 2
+        with anyio.move_on_after(0.01):
+            await cache.get()
+        source.answer()
+        await fresh(cache, 2)
+        assert source.reads == 2
+
+    anyio.run(run)
