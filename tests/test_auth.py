@@ -12,8 +12,10 @@ import httpx2
 import pytest
 from botocore.exceptions import ClientError
 from policy_gateway import settings
-from policy_gateway.auth import GatewayKeyAuth, SecretFormatError, parse_gateway_keys
+from policy_gateway.auth import GatewayKeyAuth
 from policy_gateway.errors import GatewayError
+from policy_gateway.gateway_keys import SecretFormatError, parse_gateway_keys
+from policy_gateway.upstream_key import UpstreamKey
 
 from .conftest import KEYS_SECRET, UPSTREAM_KEY, UPSTREAM_SECRET, PutSecret
 from .support.clock import ManualClock, eventually
@@ -146,7 +148,8 @@ def test_secrets_manager_throttled_keeps_the_last_good_keys() -> None:
         return json.dumps(["gk-one"]) if name == KEYS_SECRET else UPSTREAM_KEY
 
     clock = ManualClock()
-    auth = GatewayKeyAuth(KEYS_SECRET, UPSTREAM_SECRET, ttl=0.01, reader=reader, clock=clock)
+    key = UpstreamKey(UPSTREAM_SECRET, 0.01, reader, clock)
+    auth = GatewayKeyAuth(KEYS_SECRET, key, ttl=0.01, reader=reader, clock=clock)
 
     async def calls() -> None:
         for _ in range(3):

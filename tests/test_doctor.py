@@ -23,7 +23,7 @@ from typing import Any
 import boto3
 import pytest
 from policy_gateway import settings
-from policy_gateway.doctor import mismatched_alarms
+from policy_gateway.doctor_values import mismatched_alarms
 
 from .support.cfn import ROOT, Stack, load_template
 from .support.cli import cli

@@ -185,6 +185,7 @@ def _relay(chain: str | None, chunks: list[bytes]) -> httpx2.Response:
         ),
         policies=PolicySource(chain, None, 30),
         auth=PassthroughAuth(),
+        upstream_key=None,
     )
     endpoint = MessagesEndpoint(gateway, "messages")
 

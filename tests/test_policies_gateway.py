@@ -10,12 +10,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import httpx2
 import pytest
 from anthropic.types import Message
 from gateway_policies import StreamEvent
-from gateway_policies.builtin.tool_call_judge import UPSTREAM_KEY_SECRET_ENV
 from gateway_policies.testing import (
     as_pairs,
     assemble,
@@ -23,10 +21,11 @@ from gateway_policies.testing import (
     text_block,
     tool_use_block,
 )
-from policy_gateway import settings
 from policy_gateway.sse import SSEDecoder
 
+from .conftest import PutSecret
 from .support.client import policy_chain
+from .support.clock import ManualClock
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.sdk import ask, both, sdk
@@ -261,26 +260,33 @@ def test_judge_blocks_risky_and_allows_safe_calls(
 
 
 @judge_connection_outlives_the_test_loop
-def test_deployed_judge_uses_the_gateways_anthropic_key_secret(
+def test_deployed_judge_uses_the_gateways_own_anthropic_key(
     make_gateway: GatewayFactory,
     upstream: FakeUpstream,
     judge: tuple[FakeUpstream, str],
     monkeypatch: pytest.MonkeyPatch,
+    put_secret: PutSecret,
+    clock: ManualClock,
 ) -> None:
-    """No judge key in the environment (as deployed): the key comes from the secret the
-    template names in UPSTREAM_API_KEY_SECRET, read through moto's Secrets Manager."""
-    assert UPSTREAM_KEY_SECRET_ENV == settings.ENV_UPSTREAM_API_KEY_SECRET
-    boto3.client("secretsmanager").create_secret(
-        Name="test/judge-key", SecretString=json.dumps({"api_key": "sk-ant-from-secret"})
-    )
+    """No judge key in the environment (as deployed): the judge gets the gateway's Anthropic
+    key, through the gateway's own cached reader of the secret the template names in
+    UPSTREAM_API_KEY_SECRET (moto's Secrets Manager); a rotation reaches it after that TTL."""
+    put_secret("test/judge-key", json.dumps({"api_key": "sk-ant-from-secret"}))
     monkeypatch.delenv("TEST_JUDGE_KEY", raising=False)
-    monkeypatch.setenv(settings.ENV_UPSTREAM_API_KEY_SECRET, "test/judge-key")
     fake_judge, judge_url = judge
-    url = make_gateway(policy_config=judge_chain(judge_url))
-    upstream.script(tool_reply(False, ("read", {"path": "a"})))
-    fake_judge.script(verdict(0.1))
-    assert kinds(ask(sdk(url), False, tools=TOOLS)) == ["tool_use"]
-    assert fake_judge.requests[0].headers["authorization"] == "Bearer sk-ant-from-secret"
+    url = make_gateway(
+        policy_config=judge_chain(judge_url),
+        upstream_api_key_secret="test/judge-key",
+        secrets_ttl=60,
+        clock=clock,
+    )
+    for expected in ("sk-ant-from-secret", "sk-ant-rotated"):
+        upstream.script(tool_reply(False, ("read", {"path": "a"})))
+        fake_judge.script(verdict(0.1))
+        assert kinds(ask(sdk(url), False, tools=TOOLS)) == ["tool_use"]
+        assert fake_judge.requests[-1].headers["authorization"] == f"Bearer {expected}"
+        put_secret("test/judge-key", "sk-ant-rotated")
+        clock.advance(61)
 
 
 @judge_connection_outlives_the_test_loop

@@ -12,6 +12,7 @@ import pytest
 from policy_gateway.auth import GatewayKeyAuth
 from policy_gateway.errors import GatewayError
 from policy_gateway.policy_source import PolicySource
+from policy_gateway.upstream_key import UpstreamKey
 
 CALLS = 200
 KEY_HEADERS = [(b"x-api-key", b"gk-one")]
@@ -67,7 +68,7 @@ def keys_only(name: str) -> str:
     [(unreadable, "gateway keys unreadable"), (keys_only, "upstream key unreadable")],
 )
 def test_credential_refusals_are_fresh_errors(reader: Callable[[str], str], why: str) -> None:
-    auth = GatewayKeyAuth("keys", "upstream", ttl=60, reader=reader)
+    auth = GatewayKeyAuth("keys", UpstreamKey("upstream", 60, reader), ttl=60, reader=reader)
     (last,), held = refuse_many(lambda: auth.authorize(KEY_HEADERS))
     assert last.status == 500, why
     assert frames(last) <= 5, f"{why}: the last refusal carries {frames(last)} frames"

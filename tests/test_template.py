@@ -14,7 +14,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from gateway_policies.loader import load_chain
 from policy_gateway import budget, settings
 
 from .support.cfn import ROOT, TEMPLATE, Stack, insight_rule_body, load_template
+from .support.clock import eventually
 from .support.fake_upstream import FakeUpstream, Reply
 from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import gateway_process, json_lines
@@ -482,7 +482,8 @@ def test_the_emitted_dimension_is_what_that_stacks_alarm_watches(
     with gateway_process(env, stdout_path=stdout) as (url, _):
         upstream.script(Reply.error(400, "invalid_request_error"))
         assert ask_text(sdk(url)).startswith("echo:")
-        time.sleep(0.3)
+        # The call's metrics are printed after its answer is sent.
+        eventually(lambda: settings.METRIC_REQUESTS in stdout.read_text())
     (emf,) = [line for line in json_lines(stdout.read_text()) if settings.METRIC_FALLBACK in line]
     directive = emf["_aws"]["CloudWatchMetrics"][0]
     alarm = resources["PassthroughFallbackAlarm"]["Properties"]

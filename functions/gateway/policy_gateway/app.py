@@ -70,8 +70,10 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     from .flag import FallbackFlag
     from .policy_source import PolicySource
     from .upstream import UpstreamClient
+    from .upstream_key import upstream_key
 
     tracing.setup()
+    key = upstream_key(config)
     return Gateway(
         config=config,
         upstream=UpstreamClient(config),
@@ -85,7 +87,8 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
             config.policy_config_ttl,
             clock=config.clock,
         ),
-        auth=authenticator(config),
+        auth=authenticator(config, key),
+        upstream_key=key,
     )
 
 

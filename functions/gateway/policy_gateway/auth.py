@@ -19,32 +19,25 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import hmac
-import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import Protocol
 from urllib.parse import unquote, unquote_plus
-
-from gateway_policies.api_key import parse_api_key
 
 from . import metrics, settings
 from .errors import GatewayError
+from .gateway_keys import GatewayKey, match_key, parse_gateway_keys
 from .headers import upstream_headers
 from .logs import logger
-from .parameters import TTLCache, read_secret
+from .parameters import TTLCache, keep_last_good, read_secret
+from .upstream_key import UpstreamKey
 
-T = TypeVar("T")
 RawHeaders = Iterable[tuple[bytes, bytes]]
 
 _CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization"})
 _REDACTED = b"[redacted]"
-
-
-class SecretFormatError(ValueError):
-    """A secret's value has none of the accepted shapes. Never carries the value."""
 
 
 @dataclass(frozen=True)
@@ -133,81 +126,6 @@ class PassthroughAuth:
         """Nothing to read: the client's own key goes upstream."""
 
 
-def _digest(value: bytes) -> bytes:
-    # Comparing fixed-length digests keeps a key's length out of the timing, too.
-    return hashlib.sha256(value).digest()
-
-
-@dataclass(frozen=True)
-class GatewayKey:
-    """A valid key, kept only as its digest, and the name the logs show for its holder."""
-
-    digest: bytes
-    name: str
-
-
-def parse_gateway_keys(text: str) -> tuple[GatewayKey, ...]:
-    """The valid keys in `{"keys": [...]}`, `[...]` or `{"name": ..., "key": "..."}`.
-
-    List entries are bare strings or `{"name": ..., "key": "..."}` objects. The
-    single-object shape is what CloudFormation's GenerateSecretString writes
-    (`SecretStringTemplate` `{"name": ...}` plus `GenerateStringKey` `key`).
-    """
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise SecretFormatError("gateway keys secret is not JSON") from None
-    if isinstance(value, dict):
-        value = value.get("keys", [value])
-    if not isinstance(value, list):
-        raise SecretFormatError(_KEYS_SHAPE)
-    keys: list[GatewayKey] = []
-    for position, entry in enumerate(value):
-        if isinstance(entry, dict):
-            key, name = entry.get("key"), entry.get("name", f"key-{position}")
-        else:
-            key, name = entry, f"key-{position}"
-        if not isinstance(key, str) or not isinstance(name, str):
-            raise SecretFormatError(_KEYS_SHAPE)
-        # An empty key would let a request with no key at all through.
-        if key.strip():
-            keys.append(GatewayKey(_digest(key.strip().encode()), name))
-    if not keys:
-        raise SecretFormatError("gateway keys secret holds no usable key")
-    return tuple(keys)
-
-
-_KEYS_SHAPE = (
-    'gateway keys secret must be {"keys": [...]}, a JSON list, or {"name": ..., "key": "..."};'
-    ' list entries are strings or {"name": ..., "key": "..."}'
-)
-
-
-def _match(presented: Sequence[bytes], valid: Sequence[GatewayKey]) -> str | None:
-    """The name of the key presented, if any.
-
-    Every presented value is compared with every key, with no early exit,
-    so the time taken says nothing about which key (if any) came close.
-    """
-    found: str | None = None
-    for value in presented:
-        digest = _digest(value)
-        for key in valid:
-            if hmac.compare_digest(digest, key.digest):
-                found = key.name
-    return found
-
-
-def _keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
-    logger.error(
-        "secret unreadable; keeping the last good value"
-        if last is not None
-        else "secret unreadable and never read; refusing calls until it is",
-        extra={"secret": secret, "error_type": type(exc).__name__},
-    )
-    return last
-
-
 def _unavailable() -> GatewayError:
     # A fresh error per refused call: one shared instance would gather every
     # raise's traceback, keeping each failed call's frames (its request body and
@@ -221,28 +139,19 @@ class GatewayKeyAuth:
     def __init__(
         self,
         keys_secret: str,
-        upstream_secret: str | None,
+        upstream_key: UpstreamKey | None,
         ttl: float,
         reader: Callable[[str], str] = read_secret,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`upstream_secret` None: the upstream takes no API key (Bedrock signs with IAM)."""
+        """`upstream_key` None: the upstream takes no API key (Bedrock signs with IAM)."""
         self._keys: TTLCache[tuple[GatewayKey, ...] | None] = TTLCache(
             lambda: parse_gateway_keys(reader(keys_secret)),
             ttl,
-            partial(_keep_last_good, keys_secret),
+            partial(keep_last_good, keys_secret),
             clock,
         )
-        self._upstream_key: TTLCache[str | None] | None = (
-            None
-            if upstream_secret is None
-            else TTLCache(
-                lambda: parse_api_key(reader(upstream_secret)),
-                ttl,
-                partial(_keep_last_good, upstream_secret),
-                clock,
-            )
-        )
+        self._upstream_key = upstream_key
 
     async def warm(self) -> None:
         """Both secrets, read together: a failure is handled as on a call (never raised)."""
@@ -256,7 +165,7 @@ class GatewayKeyAuth:
         if valid is None:
             raise _unavailable()
         presented = _presented(raw)
-        caller = _match(presented, valid)
+        caller = match_key(presented, valid)
         if caller is None:
             metrics.count(settings.METRIC_AUTH_FAILURES)
             logger.warning("gateway key rejected", extra={"presented": len(presented)})
@@ -275,12 +184,9 @@ class GatewayKeyAuth:
         return Credentials(headers, (*presented, api_key.encode()), caller)
 
 
-def authenticator(config: settings.Settings) -> Authenticator:
+def authenticator(config: settings.Settings, key: UpstreamKey | None) -> Authenticator:
     if config.auth_mode == settings.AUTH_GATEWAY_KEY:
         return GatewayKeyAuth(
-            config.gateway_keys_secret,
-            None if config.bedrock else config.upstream_api_key_secret,
-            config.secrets_ttl,
-            clock=config.clock,
+            config.gateway_keys_secret, key, config.secrets_ttl, clock=config.clock
         )
     return PassthroughAuth()

@@ -23,6 +23,8 @@ silently lacks entries.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any, NoReturn
 
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation
@@ -50,16 +52,17 @@ class ResultsEndpoint(PassthroughEndpoint):
 
     async def _deliver(self, call: Call, upstream: UpstreamResponse, body: bytes) -> None:
         chain = self._chain
-        lines = ResultLines(chain, call.call_id) if chain and chain.has_response_hooks else None
+        new_context = partial(self._gateway.policy_context, call.call_id)
+        lines = ResultLines(chain, new_context) if chain and chain.has_response_hooks else None
         await BodyRelay(upstream, call).run(lines)
 
 
 class ResultLines:
     """Split a JSONL body into lines and run each succeeded entry through the response chain."""
 
-    def __init__(self, chain: PolicyChain, call_id: str) -> None:
+    def __init__(self, chain: PolicyChain, new_context: Callable[[], PolicyContext]) -> None:
         self.chain = chain
-        self.call_id = call_id
+        self.new_context = new_context
         self.pending = bytearray()
         self.lines = 0
 
@@ -111,9 +114,8 @@ class ResultLines:
         return dumped + raw[len(raw.rstrip(b"\r\n")) :]
 
     async def _judge(self, message: dict[str, Any]) -> GatewayError | None:
-        ctx = PolicyContext(endpoint="messages", stream=False, call_id=self.call_id)
         try:
-            await self.chain.apply_response(message, ctx)
+            await self.chain.apply_response(message, self.new_context())
         except (PolicyViolation, PolicyFailure) as exc:
             return policy_error(exc)
         return None

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -60,7 +62,8 @@ class BatchCreateEndpoint(GatewayEndpoint):
         chain = await gateway.policies.chain()
         try:
             # Request hooks always run on the worker loop (offload.py), batch entries too.
-            body = await offload.run(_prepare(call.original, chain, call.call_id))
+            new_context = partial(gateway.policy_context, call.call_id)
+            body = await offload.run(_prepare(call.original, chain, new_context))
         except _EntryRefused as refused:
             error = policy_error(refused.cause)
             message = f"{refused.name}: {error.message}"
@@ -106,13 +109,15 @@ class _EntryRefused(Exception):
         self.cause = cause
 
 
-async def _prepare(original: bytes, chain: PolicyChain, call_id: str) -> bytes:
+async def _prepare(
+    original: bytes, chain: PolicyChain, new_context: Callable[[], PolicyContext]
+) -> bytes:
     """Parse, run the request chain on every entry, serialize: the batch to send."""
     batch = parse_object(original)
     entries = _entries(batch)
     if chain.has_request_hooks:
         for index, (custom_id, params) in enumerate(entries):
-            await _apply(chain, params, call_id, _entry_name(custom_id, index))
+            await _apply(chain, params, new_context(), _entry_name(custom_id, index))
     return dump_json(batch)
 
 
@@ -146,9 +151,8 @@ def _entry_name(custom_id: str, index: int) -> str:
     return f"Batch request {custom_id!r} (requests[{index}])"
 
 
-async def _apply(chain: PolicyChain, params: dict[str, Any], call_id: str, name: str) -> None:
+async def _apply(chain: PolicyChain, params: dict[str, Any], ctx: PolicyContext, name: str) -> None:
     """The request chain on one entry, as on a single non-streaming call."""
-    ctx = PolicyContext(endpoint="messages", stream=False, call_id=call_id)
     try:
         await chain.apply_request(params, ctx)
         if params.get("stream", False) is not False:

@@ -19,11 +19,9 @@ added, as Bedrock's Anthropic models expect.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 from urllib.parse import quote
 
 import anyio
@@ -32,11 +30,11 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials, RefreshableCredentials
 from botocore.session import Session
-from gateway_policies import StreamEvent
 
-from . import settings, sse
-from .errors import GatewayError, error_body, error_type_for
-from .eventstream import EventStreamDecoder, EventStreamError, Message
+from . import settings
+from .bedrock_errors import exception_error
+from .bedrock_stream import sse_from_event_stream
+from .errors import GatewayError
 from .headers import downstream_headers
 from .logs import logger
 from .provider import Outbound
@@ -49,38 +47,12 @@ COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 EVENT_STREAM = "application/vnd.amazon.eventstream"
 SSE_CONTENT_TYPE = b"text/event-stream; charset=utf-8"
 
-# Bedrock's exceptions → the status and type the Messages API uses for the
-# same situation. Anything else keeps Bedrock's own HTTP status.
-EXCEPTIONS: dict[str, tuple[int, str]] = {
-    "ValidationException": (400, "invalid_request_error"),
-    "AccessDeniedException": (403, "permission_error"),
-    "ResourceNotFoundException": (404, "not_found_error"),
-    "ThrottlingException": (429, "rate_limit_error"),
-    # "Resubmit your request later": a quota is a rate limit to a Messages API client.
-    "ServiceQuotaExceededException": (429, "rate_limit_error"),
-    "InternalServerException": (500, "api_error"),
-    "ModelErrorException": (500, "api_error"),
-    "ModelStreamErrorException": (500, "api_error"),
-    "ServiceUnavailableException": (503, "api_error"),
-    "ModelNotReadyException": (529, "overloaded_error"),
-    "ModelTimeoutException": (504, "timeout_error"),
-}
-
 # CountTokens takes only foundation-model IDs: a cross-Region inference
 # profile (`us.anthropic...`, `global.anthropic...`, or its ARN) is counted
 # with the model it routes to, which tokenizes alike.
 _PROFILE = re.compile(r"^(?:arn:[^/]+:inference-profile/)?[a-z]+(?:-[a-z]+)*\.(anthropic\..+)$")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
-
-
-def exception_error(name: str, message: str, fallback_status: int) -> tuple[int, dict[str, object]]:
-    """The Messages API status and error body for a Bedrock exception name."""
-    # Stream exceptions are named in camelCase (`throttlingException`).
-    status, kind = EXCEPTIONS.get(
-        name[:1].upper() + name[1:], (fallback_status, error_type_for(fallback_status))
-    )
-    return status, error_body(status, message or name, kind)
 
 
 def is_bedrock_model_id(model: str) -> bool:
@@ -294,7 +266,7 @@ class BedrockProvider:
         return json.dumps({"input_tokens": count}).encode()
 
     def events(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        return _sse_from_event_stream(chunks)
+        return sse_from_event_stream(chunks)
 
     def downstream(self, headers: httpx2.Headers) -> list[tuple[bytes, bytes]]:
         out = downstream_headers(headers.multi_items())
@@ -320,81 +292,3 @@ def _thinking_budget(raw: str | None) -> int:
     except (ValueError, KeyError, TypeError):
         return 0
     return budget if isinstance(budget, int) and budget > 0 else 0
-
-
-async def _sse_from_event_stream(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """Bedrock's event stream as Messages API SSE, message by message as it arrives.
-
-    A corrupt frame raises EventStreamError after the intact events before it
-    have been yielded; an exception message becomes the stream's one `error`
-    event, and ends it, as an `error` event ends an Anthropic stream.
-    """
-    decoder = EventStreamDecoder()
-    async for chunk in chunks:
-        failure: EventStreamError | None = None
-        try:
-            messages = decoder.feed(chunk)
-        except EventStreamError as exc:
-            failure = exc
-            messages = exc.decoded
-        out: list[bytes] = []
-        ended = False
-        try:
-            for message in messages:
-                frame, ended = _frame(message)
-                out.append(frame)
-                if ended:
-                    break
-        except EventStreamError as exc:
-            failure = exc
-        if out:
-            yield b"".join(out)
-        if ended:
-            return
-        if failure is not None:
-            raise failure
-    decoder.finish()
-
-
-def _frame(message: Message) -> tuple[bytes, bool]:
-    """One message as SSE bytes (empty if it carries no event), and whether it ends the stream."""
-    headers = message.headers
-    if headers.get(":message-type", "event") == "event":
-        if headers.get(":event-type") != "chunk":
-            return b"", False
-        return _event(message.payload), False
-    if headers[":message-type"] == "exception":
-        exception = str(headers.get(":exception-type", ""))
-        try:
-            text = json.loads(message.payload).get("message", "")
-        except (ValueError, AttributeError):
-            text = ""
-        _, error = exception_error(exception, str(text), 500)
-    else:
-        code = str(headers.get(":error-code", "InternalFailure"))
-        _, error = exception_error(code, str(headers.get(":error-message", "")), 500)
-    return sse.encode(StreamEvent.from_json("error", error)), True
-
-
-def _event(payload: bytes) -> bytes:
-    """A `chunk` payload, `{"bytes": "<base64 event>", ...}`, as one SSE frame."""
-    try:
-        # Bedrock writes `bytes` first; any other layout takes the general path.
-        if payload.startswith(b'{"bytes":"'):
-            encoded = payload[10 : payload.index(b'"', 10)]
-        else:
-            encoded = json.loads(payload)["bytes"].encode()
-        data = binascii.a2b_base64(encoded, strict_mode=True)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise EventStreamError("a chunk event without base64 bytes") from None
-    try:
-        if data.startswith(b'{"type":"'):
-            name = data[9 : data.index(b'"', 9)]
-        else:
-            parsed: Any = json.loads(data)
-            name = str(parsed["type"]).encode()
-    except (ValueError, KeyError, TypeError):
-        raise EventStreamError("a chunk without a Messages API event") from None
-    if b"\n" in data or b"\r" in data:
-        return sse.encode(StreamEvent(name.decode(), data.decode()))
-    return b"event: " + name + b"\ndata: " + data + b"\n\n"

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
+from gateway_policies import PolicyContext
 from starlette.types import Receive, Scope, Send
 
 from . import lambda_context, metrics, settings, tracing
@@ -25,7 +26,9 @@ from .errors import GatewayError
 from .fallback import Fallback
 from .logs import bind_call_key, call_context, logger
 from .policy_source import PolicySource
-from .upstream import UpstreamClient, UpstreamResponse, UpstreamStatusError, UpstreamUnavailable
+from .upstream import UpstreamClient, UpstreamResponse
+from .upstream_errors import UpstreamStatusError, UpstreamUnavailable
+from .upstream_key import UpstreamKey
 
 Header = Callable[[bytes], bytes | None]
 
@@ -39,6 +42,19 @@ class Gateway:
     fallback: Fallback
     policies: PolicySource
     auth: Authenticator
+    upstream_key: UpstreamKey | None
+
+    def policy_context(
+        self, call_id: str, *, endpoint: str = "messages", stream: bool = False
+    ) -> PolicyContext:
+        """A fresh context for one run of the chain (one request, one batch entry, one result)."""
+        key = self.upstream_key
+        return PolicyContext(
+            endpoint=endpoint,
+            stream=stream,
+            call_id=call_id,
+            upstream_api_key=None if key is None else key.get,
+        )
 
     async def warm(self) -> None:
         """Make the AWS reads a first call would otherwise make, so that init pays for them.

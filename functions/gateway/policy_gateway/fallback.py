@@ -41,7 +41,8 @@ from .call import (
 )
 from .flag import FallbackFlag
 from .logs import logger
-from .upstream import UpstreamResponse, UpstreamStatusError, UpstreamUnavailable
+from .upstream import UpstreamResponse
+from .upstream_errors import UpstreamStatusError, UpstreamUnavailable
 
 FALLBACK_STATUSES = frozenset({400, 404, 413, 422})
 # The log names at most this many changed paths: a policy that rewrote a
@@ -182,7 +183,12 @@ async def record(
     try:
         error.span.annotate(settings.ANNOTATION_FALLBACK, True)
         error.span.annotate(settings.ANNOTATION_FALLBACK_STATUS, error.status)
-        replay = PolicyContext(endpoint=ctx.endpoint, stream=ctx.stream, call_id=ctx.call_id)
+        replay = PolicyContext(
+            endpoint=ctx.endpoint,
+            stream=ctx.stream,
+            call_id=ctx.call_id,
+            upstream_api_key=ctx.upstream_api_key,
+        )
         paths, attribution = await offload.run(_attribute(attempted, replay))
         details = {"changed_paths": paths, "changed_by_policy": attribution}
         if attribution:

@@ -19,7 +19,8 @@ from .errors import GatewayError
 from .fallback import Attempted
 from .refusal import policy_error
 from .stream_relay import UNREADABLE, StreamRelay, watched
-from .upstream import UpstreamResponse, UpstreamStatusError
+from .upstream import UpstreamResponse
+from .upstream_errors import UpstreamStatusError
 
 # Bodies above this are parsed on the worker loop even when no request hook runs:
 # parsing a few megabytes of tiny objects takes a few hundred milliseconds.
@@ -31,7 +32,8 @@ class MessagesEndpoint(GatewayEndpoint):
         """Parse, run the chain, reach the upstream (with the fallback), relay the answer."""
         gateway = self._gateway
         chain = await gateway.policies.chain()
-        prepare = _prepare(call.original, chain, self._endpoint, call.call_id)
+        ctx = gateway.policy_context(call.call_id, endpoint=self._endpoint)
+        prepare = _prepare(call.original, chain, ctx)
         try:
             if chain.has_request_hooks or len(call.original) > OFFLOAD_BODY_BYTES:
                 attempted = await offload.run(prepare)
@@ -71,14 +73,13 @@ class MessagesEndpoint(GatewayEndpoint):
             await _relay_json(upstream, body, chain, attempted.ctx, call)
 
 
-async def _prepare(original: bytes, chain: PolicyChain, endpoint: str, call_id: str) -> Attempted:
+async def _prepare(original: bytes, chain: PolicyChain, ctx: PolicyContext) -> Attempted:
     """Parse, run the request hooks, serialize: what the first attempt sends, and from what.
 
     Policy errors are raised as they are, for the serving loop to count and log.
     """
     request = parse_object(original)
-    stream = endpoint == "messages" and request.get("stream") is True
-    ctx = PolicyContext(endpoint=endpoint, stream=stream, call_id=call_id)
+    stream = ctx.stream = ctx.endpoint == "messages" and request.get("stream") is True
     if not chain.has_request_hooks:
         return Attempted(original, original, request, chain, ctx)
     await chain.apply_request(request, ctx)

@@ -28,6 +28,8 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.to_thread
 
+from .logs import logger
+
 T = TypeVar("T")
 
 # One AWS read: two attempts in all (botocore's `total_max_attempts`; the
@@ -71,6 +73,17 @@ def _secrets() -> Any:
     from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
     return SecretsProvider(boto_config=aws_config())
+
+
+def keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
+    """A secret cache's `on_error`: keep serving what was last read, and say so."""
+    logger.error(
+        "secret unreadable; keeping the last good value"
+        if last is not None
+        else "secret unreadable and never read; refusing calls until it is",
+        extra={"secret": secret, "error_type": type(exc).__name__},
+    )
+    return last
 
 
 def read_ssm_parameter(name: str) -> str:

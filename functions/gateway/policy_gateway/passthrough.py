@@ -26,7 +26,8 @@ from .endpoint import GatewayEndpoint, Header, upstream_path
 from .errors import GatewayError, error_bytes
 from .headers import with_content_type
 from .logs import logger
-from .upstream import UpstreamResponse, UpstreamUnavailable
+from .upstream import UpstreamResponse
+from .upstream_errors import UpstreamUnavailable
 
 _FILES_REFUSED = (
     "The Files API is turned off on this gateway: no policy can see an uploaded file, and a "

@@ -19,7 +19,8 @@ from .call import DEADLINE_ERROR, Call, merge_headers
 from .errors import GatewayError, error_body
 from .logs import logger
 from .refusal import policy_error
-from .upstream import UpstreamResponse, UpstreamUnavailable
+from .upstream import UpstreamResponse
+from .upstream_errors import UpstreamUnavailable
 
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),

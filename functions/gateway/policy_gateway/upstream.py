@@ -11,7 +11,6 @@ attempt is one trace span. What differs between upstream APIs is the
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -20,85 +19,9 @@ import anyio
 import httpx2
 
 from . import metrics, settings, tracing
-from .errors import error_bytes
 from .provider import Provider, provider_for
 from .retry import retry_delay, should_retry
-
-
-class UpstreamStatusError(Exception):
-    """The upstream answered with an error status. Its body and headers reach the client as-is.
-
-    `span` is the failed attempt's span, still open so the fallback can
-    annotate it; whoever handles the error ends it.
-    """
-
-    def __init__(
-        self,
-        status: int,
-        body: bytes,
-        headers: list[tuple[bytes, bytes]],
-        span: tracing.Span,
-    ) -> None:
-        super().__init__(f"upstream status {status}")
-        self.status = status
-        self.body = body
-        self.headers = headers
-        self.span = span
-
-    def tell_client_not_to_retry(self) -> None:
-        """The gateway already retried: an SDK retrying too would multiply the load
-        (up to nine upstream calls for one throttled request)."""
-        self.headers = [(k, v) for k, v in self.headers if k != b"x-should-retry"]
-        self.headers.append((b"x-should-retry", b"false"))
-
-    def _payload(self) -> object:
-        try:
-            return json.loads(self.body)
-        except (ValueError, RecursionError):
-            return None
-
-    @property
-    def client_body(self) -> bytes:
-        """The body for the client: the upstream's own when it is Anthropic-shaped.
-
-        A load balancer's HTML page or a proxy's odd JSON becomes an
-        Anthropic-shaped error with the same status, so SDKs parse it.
-        """
-        payload = self._payload()
-        if (
-            isinstance(payload, dict)
-            and payload.get("type") == "error"
-            and isinstance(payload.get("error"), dict)
-        ):
-            return self.body
-        return error_bytes(
-            self.status, f"The upstream API answered HTTP {self.status} without an API error body."
-        )
-
-    @property
-    def error_type(self) -> str:
-        """The upstream's `error.type`, for the fallback's log line (never its message)."""
-        payload = self._payload()
-        error = payload.get("error") if isinstance(payload, dict) else None
-        kind = error.get("type") if isinstance(error, dict) else None
-        return kind[:100] if isinstance(kind, str) else "<not an API error body>"
-
-    @property
-    def request_id(self) -> str | None:
-        """The upstream's `request-id` header: what Anthropic support asks for (a Bedrock
-        provider adds it from `x-amzn-requestid`)."""
-        for key, value in self.headers:
-            if key == b"request-id":
-                return value.decode("latin-1")[:100]
-        return None
-
-
-class UpstreamUnavailable(Exception):
-    """No answer from the upstream after every retry: refused, reset or timed out."""
-
-    def __init__(self, message: str, *, timeout: bool) -> None:
-        super().__init__(message)
-        self.timeout = timeout
+from .upstream_errors import UpstreamStatusError, unavailable
 
 
 @dataclass
@@ -128,7 +51,7 @@ class UpstreamResponse:
             async for chunk in self._response.aiter_bytes():
                 yield chunk
         except httpx2.TransportError as exc:
-            raise _unavailable(exc) from None
+            raise unavailable(exc) from None
 
     async def close(self) -> None:
         # Shielded: a call cancelled by a client disconnect or the deadline
@@ -198,7 +121,7 @@ class UpstreamClient:
                 metrics.count(settings.METRIC_UPSTREAM_CONNECTION_ERRORS)
                 delay = retry_delay(retry, None)
                 if not self._may_retry(retry, deadline, delay):
-                    raise _unavailable(exc) from None
+                    raise unavailable(exc) from None
             else:
                 if error is None:
                     return UpstreamResponse(
@@ -272,17 +195,3 @@ def _request_id(response: httpx2.Response, provider: Provider, span: tracing.Spa
     request_id = request_id[:100]
     span.describe(settings.ATTRIBUTE_UPSTREAM_REQUEST_ID, request_id)
     return request_id
-
-
-def _unavailable(exc: httpx2.TransportError) -> UpstreamUnavailable:
-    return UpstreamUnavailable(_describe(exc), timeout=isinstance(exc, httpx2.TimeoutException))
-
-
-def _describe(exc: httpx2.TransportError) -> str:
-    if isinstance(exc, httpx2.ConnectTimeout):
-        return "timed out connecting to the upstream API"
-    if isinstance(exc, httpx2.TimeoutException):
-        return "timed out waiting for the upstream API"
-    if isinstance(exc, httpx2.ConnectError):
-        return "could not connect to the upstream API"
-    return "the connection to the upstream API failed"

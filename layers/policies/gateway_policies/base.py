@@ -13,7 +13,7 @@ types, so a policy can be unit-tested with nothing but this package.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
@@ -146,6 +146,10 @@ class PolicyContext:
     endpoint: str
     stream: bool
     call_id: str
+    upstream_api_key: Callable[[], Awaitable[str | None]] | None = field(default=None, repr=False)
+    """The gateway's own Anthropic API key, for a policy that calls Anthropic itself
+    (tool_call_judge): read through the gateway's cached secret reader, with its TTL and
+    its AWS timeouts. None where the gateway holds no key (Amazon Bedrock as the upstream)."""
     _states: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def state(self, policy: Policy[Any], kind: type[S]) -> S:

@@ -18,12 +18,10 @@ import asyncio
 import json
 import logging
 import os
-import time
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from ..api_key import parse_api_key
 from ..base import PolicyContext
 from ..options import PolicyOptions
 from ..tool_gate import ToolCallGate, canonical_input
@@ -32,20 +30,6 @@ if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
 log = logging.getLogger("gateway_policies.tool_call_judge")
-
-# Where the gateway's deployment keeps its Anthropic key (a Secrets Manager
-# secret id); the judge uses that key when `api_key_env` is not set.
-UPSTREAM_KEY_SECRET_ENV = "UPSTREAM_API_KEY_SECRET"
-SECRET_TTL = 300.0
-
-
-def _read_key_secret(secret_id: str) -> str:
-    import boto3
-
-    region = os.environ.get("AWS_REGION") or None
-    client = boto3.client("secretsmanager", region_name=region)
-    return parse_api_key(client.get_secret_value(SecretId=secret_id)["SecretString"])
-
 
 DEFAULT_PROMPT = (
     "You review tool calls that an AI assistant wants to make on behalf of a user. "
@@ -85,32 +69,26 @@ class ToolCallJudge(ToolCallGate[ToolCallJudgeOptions]):
     _client: AsyncAnthropic | None = None
     _client_loop: asyncio.AbstractEventLoop | None = None
 
-    _secret_key: str | None = None
-    _secret_expires: float = float("-inf")
     _client_key: str | None = None
 
-    async def _api_key(self) -> str | None:
+    async def _api_key(self, ctx: PolicyContext) -> str | None:
         """The judge's key: the `api_key_env` variable, else the gateway's own Anthropic key.
 
-        A deployed gateway keeps its Anthropic key in the Secrets Manager secret
-        named by UPSTREAM_API_KEY_SECRET (the template sets it, and grants the
-        read), so the judge works there without a key in the environment. The
-        secret is re-read every SECRET_TTL seconds, so a rotation is picked up.
+        A deployed gateway holds its Anthropic key (the secret the template
+        names in UPSTREAM_API_KEY_SECRET) and hands the policies its reader,
+        with the gateway's TTL and AWS timeouts, so the judge works there
+        without a key in the environment and sees a rotation when the gateway does.
         """
         key = os.environ.get(self.options.api_key_env)
-        secret = os.environ.get(UPSTREAM_KEY_SECRET_ENV)
-        if key or not secret:
+        if key or ctx.upstream_api_key is None:
             return key
-        if time.monotonic() >= self._secret_expires:
-            self._secret_key = await asyncio.to_thread(_read_key_secret, secret)
-            self._secret_expires = time.monotonic() + SECRET_TTL
-        return self._secret_key
+        return await ctx.upstream_api_key()
 
-    async def _judge_client(self) -> AsyncAnthropic:
+    async def _judge_client(self, ctx: PolicyContext) -> AsyncAnthropic:
         # An SDK client's connection pool belongs to the event loop it first ran
         # on; one gateway process has one loop, but a test harness may not.
         loop = asyncio.get_running_loop()
-        key = await self._api_key()
+        key = await self._api_key(ctx)
         if self._client is None or self._client_loop is not loop or self._client_key != key:
             from anthropic import AsyncAnthropic
 
@@ -124,9 +102,9 @@ class ToolCallJudge(ToolCallGate[ToolCallJudgeOptions]):
             self._client_key = key
         return self._client
 
-    async def _risk(self, tool: str, tool_input: Any) -> tuple[float, str]:
+    async def _risk(self, tool: str, tool_input: Any, ctx: PolicyContext) -> tuple[float, str]:
         call = json.dumps({"tool": tool, "input": tool_input}, ensure_ascii=False)
-        reply = await (await self._judge_client()).messages.create(
+        reply = await (await self._judge_client(ctx)).messages.create(
             model=self.options.model,
             max_tokens=self.options.max_tokens,
             system=self.options.prompt,
@@ -148,7 +126,7 @@ class ToolCallJudge(ToolCallGate[ToolCallJudgeOptions]):
     async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> str | None:
         try:
             risk, reason = await asyncio.wait_for(
-                self._risk(tool, tool_input), timeout=self.options.timeout
+                self._risk(tool, tool_input, ctx), timeout=self.options.timeout
             )
         except Exception as exc:
             log.warning(
