@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 from policy_gateway import settings
 from policy_gateway.app import create_app
-from policy_gateway.budget import create_table
+from policy_gateway.budget_table import create_table
 from policy_gateway.logs import logger
 
 from .support.aws import AWSProxy

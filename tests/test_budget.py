@@ -23,14 +23,11 @@ from botocore.config import Config
 from policy_gateway import settings
 from policy_gateway.app import create_app
 from policy_gateway.auth import key_caller
-from policy_gateway.budget import (
-    REASON_BUDGET,
-    REASON_UNAVAILABLE,
+from policy_gateway.budget import REASON_BUDGET, REASON_UNAVAILABLE, FallbackBudget, InProcessStore
+from policy_gateway.budget_table import (
     WAIT_SECONDS,
     BudgetUnavailable,
     DynamoDBStore,
-    FallbackBudget,
-    InProcessStore,
     dynamodb_client,
     read_usage,
     window_start,

@@ -35,3 +35,13 @@ def test_no_function_of_the_gateway_is_longer_than_a_screen() -> None:
                 if lines > MAX_FUNCTION_LINES:
                     long.append(f"{path.name}:{node.name} ({lines} lines)")
     assert long == []
+
+
+def test_the_environment_is_read_in_settings_only() -> None:
+    # cli.py also touches it, to set up the first-run stand-ins before Settings reads it.
+    readers = {
+        path.name
+        for path in PACKAGE.glob("*.py")
+        if re.search(r"\bos\.(environ|getenv)\b", path.read_text())
+    }
+    assert readers <= {"settings.py", "cli.py"}

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from fallback_breaker import handler as breaker
 from gateway_policies.loader import load_chain
-from policy_gateway import budget, settings
+from policy_gateway import budget_table, settings
 
 from .support.cfn import ROOT, TEMPLATE, Stack, insight_rule_body, load_template
 from .support.clock import eventually
@@ -822,12 +822,12 @@ def test_budget_table_is_on_demand_with_ttl_and_the_codes_key() -> None:
     table = _resource("FallbackBudgetTable", "AWS::DynamoDB::Table")
     assert table["BillingMode"] == "PAY_PER_REQUEST"
     assert table["TableName"] == {"Fn::Sub": "${AWS::StackName}-fallback-budget"}
-    assert table["KeySchema"] == [{"AttributeName": budget.KEY_ATTRIBUTE, "KeyType": "HASH"}]
+    assert table["KeySchema"] == [{"AttributeName": budget_table.KEY_ATTRIBUTE, "KeyType": "HASH"}]
     assert table["AttributeDefinitions"] == [
-        {"AttributeName": budget.KEY_ATTRIBUTE, "AttributeType": "S"}
+        {"AttributeName": budget_table.KEY_ATTRIBUTE, "AttributeType": "S"}
     ]
     assert table["TimeToLiveSpecification"] == {
-        "AttributeName": budget.TTL_ATTRIBUTE,
+        "AttributeName": budget_table.TTL_ATTRIBUTE,
         "Enabled": True,
     }
     env = _env()

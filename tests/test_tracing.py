@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from policy_gateway import settings, tracing
+from policy_gateway import settings
 from policy_gateway.xray_udp import parse_daemon_address
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -363,7 +363,7 @@ def test_without_an_otlp_endpoint_nothing_is_sent(
     ],
 )
 def test_tracing_is_on_in_lambda_or_with_an_otlp_endpoint(env: dict[str, str], on: bool) -> None:
-    assert tracing.enabled(env) is on
+    assert settings.TracingSettings.from_env(env).enabled is on
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from botocore.credentials import Credentials, RefreshableCredentials
 from botocore.session import Session
 
 from . import settings
+from .bedrock_body import join_members, split_members
 from .bedrock_errors import exception_error
 from .bedrock_stream import sse_from_event_stream
 from .errors import GatewayError
@@ -51,8 +52,6 @@ SSE_CONTENT_TYPE = b"text/event-stream; charset=utf-8"
 # profile (`us.anthropic...`, `global.anthropic...`, or its ARN) is counted
 # with the model it routes to, which tokenizes alike.
 _PROFILE = re.compile(r"^(?:arn:[^/]+:inference-profile/)?[a-z]+(?:-[a-z]+)*\.(anthropic\..+)$")
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
 
 
 def is_bedrock_model_id(model: str) -> bool:
@@ -80,39 +79,6 @@ def parse_model_map(text: str | None) -> dict[str, str]:
             "Bedrock model or inference-profile ID"
         )
     return value
-
-
-def _members(text: str) -> list[tuple[str, str]]:
-    """The top-level members of a JSON object as (key, raw value text), in order.
-
-    Each value is kept as the exact text it was sent as, so whatever the
-    member holds (a thinking block's signature, a lone surrogate escape, a
-    number beyond float range) reaches Bedrock as the policies produced it.
-    """
-    position = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
-    if text[position : position + 1] != "{":
-        raise ValueError("not a JSON object")
-    position = _WHITESPACE.match(text, position + 1).end()  # type: ignore[union-attr]
-    members: list[tuple[str, str]] = []
-    if text[position : position + 1] == "}":
-        return members
-    while True:
-        if text[position : position + 1] != '"':
-            raise ValueError("expected a member name")
-        key, position = _DECODER.raw_decode(text, position)
-        position = _WHITESPACE.match(text, position).end()  # type: ignore[union-attr]
-        if text[position : position + 1] != ":":
-            raise ValueError("expected ':'")
-        position = _WHITESPACE.match(text, position + 1).end()  # type: ignore[union-attr]
-        _, end = _DECODER.raw_decode(text, position)
-        members.append((key, text[position:end]))
-        position = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
-        separator = text[position : position + 1]
-        position = _WHITESPACE.match(text, position + 1).end()  # type: ignore[union-attr]
-        if separator == "}":
-            return members
-        if separator != ",":
-            raise ValueError("expected ',' or '}'")
 
 
 class BedrockProvider:
@@ -169,7 +135,7 @@ class BedrockProvider:
                 404, f"{route} is not offered by the Bedrock upstream.", "not_found_error"
             )
         try:
-            members = _members(body.decode(json.detect_encoding(body)))
+            members = split_members(body.decode(json.detect_encoding(body)))
         except (ValueError, UnicodeDecodeError):
             raise GatewayError(400, "Request body must be a JSON object.") from None
         values = dict(members)
@@ -195,17 +161,17 @@ class BedrockProvider:
             match = _PROFILE.match(model)
             model = match.group(1) if match else model
             operation = "count-tokens"
-            inner = _object(kept)
+            inner = join_members(kept)
             wrapped = {"input": {"invokeModel": {"body": base64.b64encode(inner).decode()}}}
             payload = json.dumps(wrapped).encode()
             accept = [("accept", "application/json")]
         elif stream:
             operation = "invoke-with-response-stream"
-            payload = _object(kept)
+            payload = join_members(kept)
             accept = [("accept", EVENT_STREAM), ("x-amzn-bedrock-accept", "application/json")]
         else:
             operation = "invoke"
-            payload = _object(kept)
+            payload = join_members(kept)
             accept = [("accept", "application/json")]
         url = f"{self.endpoint}/model/{quote(model, safe='')}/{operation}"
         return Outbound(url, payload, [("content-type", "application/json"), *accept])
@@ -280,10 +246,6 @@ class BedrockProvider:
             # Where the SDKs look for the request id (`response._request_id`).
             out.append((b"request-id", request_id.encode("latin-1")))
         return out
-
-
-def _object(members: list[tuple[str, str]]) -> bytes:
-    return ("{" + ",".join(f"{json.dumps(key)}:{raw}" for key, raw in members) + "}").encode()
 
 
 def _thinking_budget(raw: str | None) -> int:

@@ -94,7 +94,7 @@ def _start_embedded_ssm(port: int) -> str:
 
 def _serve_budget_table(endpoint: str) -> None:
     """Keep the fallback budget in the stand-in's DynamoDB, as a deployed gateway does."""
-    from .budget import create_table, dynamodb_client
+    from .budget_table import create_table, dynamodb_client
 
     os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
     table = os.environ.setdefault(
@@ -156,13 +156,13 @@ def serve(args: argparse.Namespace) -> int:
             create_app(config),
             host=args.host,
             port=args.port,
-            log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"),
+            log_level=config.server_log_level,
             access_log=False,
             lifespan="on",
             # The Lambda Web Adapter pools connections to this server across
             # frozen periods; closing idle ones after uvicorn's default 5 s
             # makes the adapter reuse dead sockets (502s).
-            timeout_keep_alive=3600 if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else 5,
+            timeout_keep_alive=3600 if config.trust_lambda_context else 5,
         )
     ).run()
     return 0

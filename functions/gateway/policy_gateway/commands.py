@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -27,8 +26,7 @@ def say(message: str) -> None:
 def ssm_client(region: str | None = None) -> Any:
     import boto3
 
-    # botocore reads AWS_DEFAULT_REGION only; Lambda and most shells set AWS_REGION.
-    return boto3.client("ssm", region_name=region or os.environ.get("AWS_REGION") or None)
+    return boto3.client("ssm", region_name=region or settings.aws_region())
 
 
 def flag_parameter(name: str, value: str) -> dict[str, str]:
@@ -145,7 +143,7 @@ def budget(args: argparse.Namespace) -> int:
             "fallback budget, which only it can read"
         )
         return 2
-    from .budget import dynamodb_client, read_usage
+    from .budget_table import dynamodb_client, read_usage
 
     usage = read_usage(
         dynamodb_client(),

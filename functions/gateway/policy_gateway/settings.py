@@ -84,6 +84,7 @@ ENV_OTEL_SDK_DISABLED = "OTEL_SDK_DISABLED"
 ENV_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 ENV_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 ENV_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"
+ENV_SERVER_LOG_LEVEL = "UVICORN_LOG_LEVEL"
 ENV_FALLBACK_BUDGET = "FALLBACK_BUDGET"
 ENV_FALLBACK_BUDGET_WINDOW = "FALLBACK_BUDGET_WINDOW_SECONDS"
 ENV_FALLBACK_BUDGET_TABLE = "FALLBACK_BUDGET_TABLE"
@@ -160,6 +161,8 @@ class Settings:
     """Read x-amzn-lambda-context / x-amzn-request-context. Only in Lambda is the
     adapter the one who sets them; elsewhere a client could pick the call id and
     the deadline."""
+    server_log_level: str = "warning"
+    """uvicorn's own log level under `serve` (its access log stays off)."""
     fallback_budget: int = DEFAULT_FALLBACK_BUDGET
     fallback_budget_window: int = DEFAULT_FALLBACK_BUDGET_WINDOW
     fallback_budget_table: str | None = None
@@ -232,6 +235,7 @@ class Settings:
             allow_files_api=_switch(ENV_ALLOW_FILES_API, env.get(ENV_ALLOW_FILES_API)),
             public_url=(env.get(ENV_GATEWAY_PUBLIC_URL) or "").strip().rstrip("/") or None,
             trust_lambda_context=bool(env.get(ENV_LAMBDA_TASK_ROOT)),
+            server_log_level=env.get(ENV_SERVER_LOG_LEVEL) or "warning",
             fallback_budget=int(env.get(ENV_FALLBACK_BUDGET, DEFAULT_FALLBACK_BUDGET)),
             fallback_budget_window=int(
                 env.get(ENV_FALLBACK_BUDGET_WINDOW, DEFAULT_FALLBACK_BUDGET_WINDOW)
@@ -254,6 +258,43 @@ def service_name(env: Mapping[str, str] | None = None) -> str:
     """
     env = os.environ if env is None else env
     return env.get(ENV_SERVICE_NAME) or SERVICE_NAME
+
+
+@dataclass(frozen=True)
+class TracingSettings:
+    """Where spans go (tracing.py), read once when tracing is first set up.
+
+    On in Lambda (spans to its X-Ray endpoint over UDP), or elsewhere once an
+    OTLP endpoint is named (the OTLP/HTTP exporter reads the rest of its
+    OTEL_* settings itself); off whenever OTEL_SDK_DISABLED or
+    POWERTOOLS_TRACE_DISABLED says so.
+    """
+
+    enabled: bool
+    in_lambda: bool
+    xray_daemon_address: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TracingSettings:
+        env = os.environ if env is None else env
+        disabled = any(
+            env.get(switch, "").strip().lower() in ("1", "true", "yes")
+            for switch in (ENV_OTEL_SDK_DISABLED, ENV_TRACE_DISABLED)
+        )
+        in_lambda = bool(env.get(ENV_LAMBDA_TASK_ROOT))
+        named = any(env.get(name) for name in (ENV_OTLP_ENDPOINT, ENV_OTLP_TRACES_ENDPOINT))
+        return cls(
+            enabled=not disabled and (in_lambda or named),
+            in_lambda=in_lambda,
+            xray_daemon_address=env.get(ENV_XRAY_DAEMON_ADDRESS) or DEFAULT_XRAY_DAEMON_ADDRESS,
+        )
+
+
+def aws_region(env: Mapping[str, str] | None = None) -> str | None:
+    """The region for the AWS clients: botocore reads AWS_DEFAULT_REGION only, while
+    Lambda and most shells set AWS_REGION."""
+    env = os.environ if env is None else env
+    return env.get(ENV_AWS_REGION) or None
 
 
 def metrics_namespace(env: Mapping[str, str] | None = None) -> str:

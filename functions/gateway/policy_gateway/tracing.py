@@ -45,8 +45,7 @@ span outlives the function that starts it (a stream ends later).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -62,7 +61,6 @@ if TYPE_CHECKING:
 
 # The span attribute that lists the keys X-Ray indexes as annotations.
 XRAY_ANNOTATIONS = "aws.xray.annotations"
-_TRUE = ("1", "true", "yes")
 # Request headers that carry a caller's trace context, as the propagators name them.
 _TRACE_HEADERS = {
     "X-Amzn-Trace-Id": b"x-amzn-trace-id",
@@ -131,21 +129,6 @@ class CallTrace:
     """What the endpoint tells tracing about a call: its status, for the call's span."""
 
     status: int = 0
-
-
-def enabled(env: Mapping[str, str] = os.environ) -> bool:
-    """On in Lambda, or elsewhere once an OTLP endpoint is named; off when disabled."""
-    for switch in (settings.ENV_OTEL_SDK_DISABLED, settings.ENV_TRACE_DISABLED):
-        if env.get(switch, "").strip().lower() in _TRUE:
-            return False
-    return any(
-        env.get(name)
-        for name in (
-            settings.ENV_LAMBDA_TASK_ROOT,
-            settings.ENV_OTLP_ENDPOINT,
-            settings.ENV_OTLP_TRACES_ENDPOINT,
-        )
-    )
 
 
 def setup() -> None:
@@ -249,7 +232,8 @@ def _mark_error(span: OTelSpan, error_type: str) -> None:
 
 @cache
 def _tracing() -> _Tracing | None:
-    if not enabled():
+    config = settings.TracingSettings.from_env()
+    if not config.enabled:
         return None
     from opentelemetry.sdk.extension.aws.trace import AwsXRayIdGenerator
     from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
@@ -257,7 +241,7 @@ def _tracing() -> _Tracing | None:
 
     from .logs import logger
 
-    in_lambda = bool(os.environ.get(settings.ENV_LAMBDA_TASK_ROOT))
+    in_lambda = config.in_lambda
     processor: SpanProcessor
     try:
         if in_lambda:
@@ -265,10 +249,7 @@ def _tracing() -> _Tracing | None:
 
             from .xray_udp import XRayUdpSpanExporter
 
-            address = (
-                os.environ.get(settings.ENV_XRAY_DAEMON_ADDRESS)
-                or settings.DEFAULT_XRAY_DAEMON_ADDRESS
-            )
+            address = config.xray_daemon_address
             processor = SimpleSpanProcessor(XRayUdpSpanExporter(address))
             destination = f"x-ray udp {address}"
         else:
