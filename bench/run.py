@@ -330,6 +330,18 @@ def pair_ratio(first: list[float], second: list[float]) -> float:
     return statistics.median(a / b for a, b in zip(first, second, strict=True))
 
 
+def whole_stream(connection: Connection, body: bytes, headers: dict[str, str]) -> Call:
+    """One streaming call that must deliver every one of the THROUGHPUT_EVENTS events."""
+
+    def call() -> Response:
+        response = connection.post(PATH, body, headers)
+        if response.events != THROUGHPUT_EVENTS:
+            raise RuntimeError(f"{response.events} of {THROUGHPUT_EVENTS} events arrived")
+        return response
+
+    return call
+
+
 def measure_latency(env: Environment, gateway: int, raw: dict[str, Any]) -> list[Figure]:
     body = request_body(1024)
     direct = Connection(HOST, env.upstream_port)
@@ -360,17 +372,12 @@ def measure_streaming(env: Environment, gateway: int, raw: dict[str, Any]) -> li
         lambda: through.post(PATH, body, short), lambda: direct.post(PATH, body, short), TTFE_PAIRS
     )
     long = {"x-bench-events": str(THROUGHPUT_EVENTS)}
-
-    def relay(connection: Connection) -> Call:
-        def call() -> Response:
-            response = connection.post(PATH, body, long)
-            if response.events != THROUGHPUT_EVENTS:
-                raise RuntimeError(f"{response.events} of {THROUGHPUT_EVENTS} events arrived")
-            return response
-
-        return call
-
-    gw_stream, dr_stream = paired(relay(through), relay(direct), THROUGHPUT_RUNS, warmup=2)
+    gw_stream, dr_stream = paired(
+        whole_stream(through, body, long),
+        whole_stream(direct, body, long),
+        THROUGHPUT_RUNS,
+        warmup=2,
+    )
     raw["ttfe"] = {"gateway_s": gw, "direct_s": dr}
     raw["stream"] = {"events": THROUGHPUT_EVENTS, "gateway_s": gw_stream, "direct_s": dr_stream}
     ttfe = added(gw, dr, 50)
@@ -440,19 +447,9 @@ def measure_bedrock_stream(anthropic: int, bedrock: int, raw: dict[str, Any]) ->
     body["model"] = f"anthropic.bench-{THROUGHPUT_EVENTS}"
     payload = json.dumps(body).encode()
     headers = {"x-bench-events": str(THROUGHPUT_EVENTS)}
-
-    def relay(connection: Connection) -> Call:
-        def call() -> Response:
-            response = connection.post(PATH, payload, headers)
-            if response.events != THROUGHPUT_EVENTS:
-                raise RuntimeError(f"{response.events} of {THROUGHPUT_EVENTS} events arrived")
-            return response
-
-        return call
-
     via_bedrock, via_anthropic = paired(
-        relay(Connection(HOST, bedrock)),
-        relay(Connection(HOST, anthropic)),
+        whole_stream(Connection(HOST, bedrock), payload, headers),
+        whole_stream(Connection(HOST, anthropic), payload, headers),
         THROUGHPUT_RUNS,
         warmup=2,
     )

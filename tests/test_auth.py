@@ -154,7 +154,7 @@ def test_secrets_manager_throttled_keeps_the_last_good_keys() -> None:
     async def calls() -> None:
         for _ in range(3):
             credentials = await auth.authorize([(b"x-api-key", b"gk-one")])
-            assert ("x-api-key", UPSTREAM_KEY) in credentials.forwarded
+            assert credentials.upstream_credential == [("x-api-key", UPSTREAM_KEY)]
             clock.advance(0.02)
         with pytest.raises(GatewayError) as caught:
             await auth.authorize([(b"x-api-key", b"gk-two")])

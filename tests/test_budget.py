@@ -72,6 +72,22 @@ def reject_the_rewrite(body: dict[str, Any]) -> Reply | None:
     return None
 
 
+@pytest.fixture
+def strict(upstream: FakeUpstream, set_flag: Callable[[str], None]) -> FakeUpstream:
+    """The flag on, and an upstream that enforces a context window and the thinking rule."""
+    set_flag("true")
+    upstream.rules = strict_api
+    return upstream
+
+
+@pytest.fixture
+def rejecting(upstream: FakeUpstream, set_flag: Callable[[str], None]) -> FakeUpstream:
+    """The flag on, and an upstream that refuses exactly the REPLACE chain's rewrite."""
+    set_flag("true")
+    upstream.rules = reject_the_rewrite
+    return upstream
+
+
 def client_for(url: str, key: str) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=url, api_key=key, max_retries=0)
 
@@ -206,13 +222,11 @@ def process_env(upstream_url: str, table: str, budget: int) -> dict[str, str]:
 
 def test_two_processes_share_one_budget_per_caller(
     tmp_path: Path,
-    upstream: FakeUpstream,
+    rejecting: FakeUpstream,
     upstream_url: str,
     budget_table: str,
-    set_flag: Callable[[str], None],
 ) -> None:
-    set_flag("true")
-    upstream.rules = reject_the_rewrite
+    upstream = rejecting
     budget = 3
     env = process_env(upstream_url, budget_table, budget)
     outputs = [tmp_path / "one.out", tmp_path / "two.out"]
@@ -288,13 +302,10 @@ def test_two_processes_share_one_budget_per_caller(
 
 
 def test_a_new_window_restores_the_budget_on_every_instance(
-    upstream: FakeUpstream,
+    rejecting: FakeUpstream,
     upstream_url: str,
     budget_table: str,
-    set_flag: Callable[[str], None],
 ) -> None:
-    set_flag("true")
-    upstream.rules = reject_the_rewrite
     clock = Clock()
     config = settings.Settings(
         upstream_base_url=upstream_url,
@@ -356,14 +367,12 @@ def dynamodb_endpoint(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
 @pytest.mark.parametrize("fault", ["unreachable", "throttled", "stalled", "no-table"])
 def test_an_unavailable_table_means_no_fallback_and_the_upstream_error(
     make_gateway: GatewayFactory,
-    upstream: FakeUpstream,
+    rejecting: FakeUpstream,
     gateway_stdout: GatewayStdout,
-    set_flag: Callable[[str], None],
     dynamodb_endpoint: Callable[[str], None],
     fault: str,
 ) -> None:
-    set_flag("true")
-    upstream.rules = reject_the_rewrite
+    upstream = rejecting
     servers: list[ThreadedServer] = []
     if fault == "unreachable":
         dynamodb_endpoint(f"http://127.0.0.1:{free_port()}")
@@ -431,12 +440,9 @@ def test_the_happy_path_makes_no_dynamodb_call(
 
 def test_the_iam_principal_is_the_caller_on_the_call_and_fallback_lines(
     make_gateway: GatewayFactory,
-    upstream: FakeUpstream,
+    rejecting: FakeUpstream,
     gateway_stdout: GatewayStdout,
-    set_flag: Callable[[str], None],
 ) -> None:
-    set_flag("true")
-    upstream.rules = reject_the_rewrite
     arn = "arn:aws:sts::123456789012:assumed-role/agents/run-42"
     # As in Lambda, where only the adapter can set the request-context header.
     url = make_gateway(policy_config=REPLACE, fallback_budget=1, trust_lambda_context=True)
@@ -548,12 +554,10 @@ def attack(url: str, upstream: FakeUpstream, **params: Any) -> Attempt:
 
 def test_prompt_padding_against_inject_system_prompt_stops_after_the_budget(
     make_gateway: GatewayFactory,
-    upstream: FakeUpstream,
+    strict: FakeUpstream,
     budget_table: str,
-    set_flag: Callable[[str], None],
 ) -> None:
-    set_flag("true")
-    upstream.rules = strict_api
+    upstream = strict
     chain = json.dumps(
         {"policies": [{"policy": "inject_system_prompt", "options": {"text": OPERATOR_PROMPT}}]}
     )
@@ -580,12 +584,10 @@ def test_prompt_padding_against_inject_system_prompt_stops_after_the_budget(
 
 def test_thinking_budget_against_cap_max_tokens_stops_after_the_budget(
     make_gateway: GatewayFactory,
-    upstream: FakeUpstream,
+    strict: FakeUpstream,
     budget_table: str,
-    set_flag: Callable[[str], None],
 ) -> None:
-    set_flag("true")
-    upstream.rules = strict_api
+    upstream = strict
     chain = json.dumps({"policies": [{"policy": "cap_max_tokens", "options": {"max": 1024}}]})
     url = make_gateway(policy_config=chain, fallback_budget=2, fallback_budget_table=budget_table)
     thinking = {

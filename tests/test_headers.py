@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from policy_gateway.errors import GatewayError
-from policy_gateway.headers import downstream_headers, upstream_headers
+from policy_gateway.headers import downstream_headers, forwarded_headers, upstream_headers
 
 
 def raw(*pairs: tuple[str, str]) -> list[tuple[bytes, bytes]]:
@@ -90,3 +90,25 @@ def test_downstream_drops_framing_hop_by_hop_and_server_identity() -> None:
         ]
     )
     assert out == [(b"request-id", b"req_1")]
+
+
+CLIENT_CREDENTIALS = [(b"x-api-key", b"sk-client"), (b"authorization", b"Bearer sk-client")]
+
+
+def test_the_clients_credentials_go_upstream_when_the_gateway_holds_none() -> None:
+    out = forwarded_headers([*CLIENT_CREDENTIALS, (b"anthropic-version", b"2023-06-01")], None)
+    assert ("x-api-key", "sk-client") in out
+    assert ("authorization", "Bearer sk-client") in out
+    assert ("anthropic-version", "2023-06-01") in out
+
+
+def test_the_gateways_credential_replaces_both_of_the_clients() -> None:
+    out = forwarded_headers(CLIENT_CREDENTIALS, [("x-api-key", "sk-gateway")])
+    assert [item for item in out if item[0] in ("x-api-key", "authorization")] == [
+        ("x-api-key", "sk-gateway")
+    ]
+
+
+def test_an_upstream_that_signs_with_iam_gets_no_key_at_all() -> None:
+    out = forwarded_headers(CLIENT_CREDENTIALS, [])
+    assert not [item for item in out if item[0] in ("x-api-key", "authorization")]

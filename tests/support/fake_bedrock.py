@@ -15,8 +15,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -28,6 +26,7 @@ from policy_gateway.eventstream import encode_message
 from starlette.types import Receive, Scope, Send
 
 from .fake_upstream import SSE, last_user_text, message, text_events
+from .scripted import Scripted
 from .servers import lifespan_handled, request_body
 
 _AUTHORIZATION = re.compile(
@@ -135,25 +134,14 @@ class BedrockReply:
         )
 
 
-class FakeBedrock:
+class FakeBedrock(Scripted["Received", "BedrockReply"]):
     """ASGI app; records every request, answers from a script or like Bedrock would."""
 
     def __init__(self, region: str, credentials: Credentials) -> None:
         self.region = region
         self.credentials = credentials
-        self.requests: list[Received] = []
-        self._script: deque[BedrockReply] = deque()
-        self._lock = threading.Lock()
+        super().__init__()
         self._counter = 0
-
-    def script(self, *replies: BedrockReply) -> None:
-        with self._lock:
-            self._script.extend(replies)
-
-    def reset(self) -> None:
-        with self._lock:
-            self._script.clear()
-            self.requests.clear()
 
     def _verify(self, scope: Scope, headers: dict[str, str], body: bytes) -> Received:
         path = scope["raw_path"].decode("latin-1")

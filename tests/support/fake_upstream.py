@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +19,7 @@ import anyio
 from starlette.types import Receive, Scope, Send
 
 from .fake_resources import FakeResources
+from .scripted import Scripted
 from .servers import lifespan_handled, request_body
 
 MODEL = "claude-sonnet-4-6"
@@ -136,28 +135,21 @@ def last_user_text(body: dict[str, Any]) -> str:
     return str(content)
 
 
-class FakeUpstream:
+class FakeUpstream(Scripted["Recorded", "Reply"]):
     """ASGI app; thread-safe recording and scripting."""
 
     def __init__(self) -> None:
-        self.requests: list[Recorded] = []
+        super().__init__()
         # time.monotonic() of each stream whose reader went away before its end.
         self.disconnects: list[float] = []
-        self._script: deque[Reply] = deque()
-        self._lock = threading.Lock()
         self.resources = FakeResources()
         # Checks a real API makes (a context limit, the thinking budget rule): with
         # the script empty, a request body `rules` answers for is refused with it.
         self.rules: Callable[[dict[str, Any]], Reply | None] | None = None
 
-    def script(self, *replies: Reply) -> None:
-        with self._lock:
-            self._script.extend(replies)
-
     def reset(self) -> None:
+        super().reset()
         with self._lock:
-            self._script.clear()
-            self.requests.clear()
             self.disconnects.clear()
             self.rules = None
         self.resources.reset()

@@ -29,23 +29,22 @@ from urllib.parse import unquote, unquote_plus
 from . import metrics, settings
 from .errors import GatewayError
 from .gateway_keys import GatewayKey, match_key, parse_gateway_keys
-from .headers import upstream_headers
 from .logs import logger
 from .parameters import TTLCache, keep_last_good, read_secret
 from .upstream_key import UpstreamKey
 
 RawHeaders = Iterable[tuple[bytes, bytes]]
 
-_CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization"})
 _REDACTED = b"[redacted]"
 
 
 @dataclass(frozen=True)
 class Credentials:
-    """What an authorized call sends upstream, and the values it must never echo back."""
+    """Who called, the credential the upstream gets, and the values never to echo back."""
 
-    forwarded: list[tuple[str, str]]
-    """Every header the upstream gets: the client's allowed ones and the upstream credential."""
+    upstream_credential: list[tuple[str, str]] | None
+    """None: the client's own `x-api-key` / `Authorization` go upstream. A list: they
+    are replaced by these headers (none at all for an upstream that signs with IAM)."""
     secrets: tuple[bytes, ...]
     caller: str | None = None
     """Who called, never a secret: the gateway key's name (gateway_key mode) or a
@@ -120,7 +119,7 @@ class PassthroughAuth:
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
         presented = _presented(raw)
         caller = key_caller(presented[0]) if presented else None
-        return Credentials(upstream_headers(raw), tuple(presented), caller)
+        return Credentials(None, tuple(presented), caller)
 
     async def warm(self) -> None:
         """Nothing to read: the client's own key goes upstream."""
@@ -174,14 +173,12 @@ class GatewayKeyAuth:
                 "Invalid or missing gateway key: send it as x-api-key or Authorization: Bearer.",
                 "authentication_error",
             )
-        headers = [item for item in upstream_headers(raw) if item[0] not in _CREDENTIAL_HEADERS]
         if self._upstream_key is None:
-            return Credentials(headers, tuple(presented), caller)
+            return Credentials([], tuple(presented), caller)
         api_key = await self._upstream_key.get()
         if api_key is None:
             raise _unavailable()
-        headers.append(("x-api-key", api_key))
-        return Credentials(headers, (*presented, api_key.encode()), caller)
+        return Credentials([("x-api-key", api_key)], (*presented, api_key.encode()), caller)
 
 
 def authenticator(config: settings.Settings, key: UpstreamKey | None) -> Authenticator:

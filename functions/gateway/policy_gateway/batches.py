@@ -75,7 +75,7 @@ class BatchCreateEndpoint(GatewayEndpoint):
             return await gateway.upstream.attempt(
                 path,
                 body,
-                call.credentials.forwarded,
+                call.forwarded,
                 stream=False,
                 label="policy",
                 deadline=call.deadline,

@@ -39,8 +39,10 @@ class Call:
     invocation: InvocationContext
     deadline: float | None
     """time.time() by which the call must have answered (the Lambda deadline less the margin)."""
-    credentials: Credentials = field(default_factory=lambda: Credentials([], ()), repr=False)
+    credentials: Credentials = field(default_factory=lambda: Credentials(None, ()), repr=False)
     """Set once the call is authorized; until then, none."""
+    forwarded: list[tuple[str, str]] = field(default_factory=list, repr=False)
+    """Every header the upstream gets (headers.forwarded_headers), once authorized."""
     original: bytes = field(default=b"", repr=False)
     """The body exactly as it arrived: what the passthrough fallback resends."""
     started: float = field(default_factory=time.perf_counter)

@@ -24,6 +24,7 @@ from .body import check_content_encoding, check_content_type, read_body
 from .call import DEADLINE_ERROR, FALLBACK_FAILED, FALLBACK_RETRYING, Call
 from .errors import GatewayError
 from .fallback import Fallback
+from .headers import forwarded_headers
 from .logs import bind_call_key, call_context, logger
 from .policy_source import PolicySource
 from .upstream import UpstreamClient, UpstreamResponse
@@ -113,6 +114,9 @@ class GatewayEndpoint:
 
     async def _handle(self, call: Call, receive: Receive, header: Header) -> None:
         call.credentials = await self._gateway.auth.authorize(call.scope["headers"])
+        call.forwarded = forwarded_headers(
+            call.scope["headers"], call.credentials.upstream_credential
+        )
         # A principal Lambda verified (Function URL AuthType AWS_IAM) names the
         # caller best; else the gateway key's name or the client key's digest.
         call.caller = call.invocation.iam_principal or call.credentials.caller

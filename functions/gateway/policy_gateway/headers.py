@@ -41,6 +41,7 @@ _NOT_UPSTREAM = _HOP_BY_HOP | {
     "accept-encoding",
     "expect",
 }
+_CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization"})
 _NOT_DOWNSTREAM = _HOP_BY_HOP | {"content-length", "content-encoding", "date", "server"}
 _PLATFORM_PREFIXES = ("x-amzn-", "x-forwarded-", "x-amz-")
 
@@ -73,6 +74,17 @@ def upstream_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]
     ]
     out.append(("content-type", "application/json"))
     return out
+
+
+def forwarded_headers(
+    raw: Iterable[tuple[bytes, bytes]], credential: list[tuple[str, str]] | None
+) -> list[tuple[str, str]]:
+    """Every header the upstream gets: the client's (as above) with its credential,
+    or, where the gateway holds the upstream's credential (auth.py), with that instead."""
+    headers = upstream_headers(raw)
+    if credential is None:
+        return headers
+    return [item for item in headers if item[0] not in _CREDENTIAL_HEADERS] + credential
 
 
 def downstream_headers(raw: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

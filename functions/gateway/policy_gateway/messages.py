@@ -50,7 +50,7 @@ class MessagesEndpoint(GatewayEndpoint):
                 upstream = await gateway.upstream.attempt(
                     path,
                     body,
-                    call.credentials.forwarded,
+                    call.forwarded,
                     stream=call.stream,
                     label=label,
                     deadline=call.deadline,

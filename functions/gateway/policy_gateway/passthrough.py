@@ -69,7 +69,7 @@ class PassthroughEndpoint(GatewayEndpoint):
     async def _proxy(self, call: Call) -> None:
         _check_path_params(call.scope)
         path = upstream_path(call)
-        headers = with_content_type(call.credentials.forwarded, self._content_type)
+        headers = with_content_type(call.forwarded, self._content_type)
         method: str = call.scope["method"]
 
         async def reach() -> UpstreamResponse:
