@@ -235,38 +235,7 @@ def _tracing() -> _Tracing | None:
     config = settings.TracingSettings.from_env()
     if not config.enabled:
         return None
-    from opentelemetry.sdk.extension.aws.trace import AwsXRayIdGenerator
-    from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
-    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+    from .tracer_provider import tracer
 
-    from .logs import logger
-
-    in_lambda = config.in_lambda
-    processor: SpanProcessor
-    try:
-        if in_lambda:
-            from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-            from .xray_udp import XRayUdpSpanExporter
-
-            address = config.xray_daemon_address
-            processor = SimpleSpanProcessor(XRayUdpSpanExporter(address))
-            destination = f"x-ray udp {address}"
-        else:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-            processor = BatchSpanProcessor(OTLPSpanExporter())
-            destination = "otlp/http"
-    except (ValueError, OSError) as exc:
-        # A tracing misconfiguration must never cost the gateway its traffic.
-        logger.warning("tracing off: its exporter could not start", extra={"error": str(exc)})
-        return None
-    configured = OTELResourceDetector().detect().attributes.get(SERVICE_NAME)
-    provider = TracerProvider(
-        resource=Resource.create({SERVICE_NAME: str(configured or settings.service_name())}),
-        id_generator=AwsXRayIdGenerator(),
-    )
-    provider.add_span_processor(processor)
-    logger.info("tracing on", extra={"traces_to": destination})
-    return _Tracing(provider.get_tracer("policy_gateway"), in_lambda)
+    built = tracer(config)
+    return None if built is None else _Tracing(built, config.in_lambda)
