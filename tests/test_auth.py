@@ -11,7 +11,7 @@ import anyio
 import httpx2
 import pytest
 from botocore.exceptions import ClientError
-from policy_gateway import settings
+from policy_gateway import names, settings
 from policy_gateway.auth import GatewayKeyAuth
 from policy_gateway.errors import GatewayError
 from policy_gateway.gateway_keys import SecretFormatError, parse_gateway_keys
@@ -87,11 +87,11 @@ def test_wrong_or_missing_key_is_401_without_an_upstream_call(
     def flushed() -> bool:
         nonlocal emitted
         emitted += capsys.readouterr().out
-        return settings.METRIC_AUTH_FAILURES in emitted
+        return names.METRIC_AUTH_FAILURES in emitted
 
     eventually(flushed)
     metrics = [json.loads(line) for line in emitted.splitlines() if '"_aws"' in line]
-    assert any(line.get(settings.METRIC_AUTH_FAILURES) == [1.0] for line in metrics)
+    assert any(line.get(names.METRIC_AUTH_FAILURES) == [1.0] for line in metrics)
 
 
 def test_several_keys_rotate_without_downtime(

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 import pytest
 from fallback_breaker import handler as breaker
-from policy_gateway import settings
+from policy_gateway import names, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 ALARM = json.loads((ROOT / "events" / "breaker-alarm.json").read_text())
@@ -83,8 +83,8 @@ def test_the_sample_events_are_what_a_lambda_alarm_action_receives() -> None:
         assert event["alarmData"]["state"]["value"] == state
         (metric,) = event["alarmData"]["configuration"]["metrics"]
         stat = metric["metricStat"]["metric"]
-        assert stat["namespace"] == settings.METRICS_NAMESPACE
-        assert stat["name"] == settings.METRIC_FALLBACK
+        assert stat["namespace"] == names.METRICS_NAMESPACE
+        assert stat["name"] == names.METRIC_FALLBACK
 
 
 def test_alarm_with_the_flag_on_turns_it_off_and_notifies(alerts: Alerts) -> None:

@@ -20,7 +20,7 @@ import boto3
 import httpx2
 import pytest
 from botocore.config import Config
-from policy_gateway import settings
+from policy_gateway import names, settings
 from policy_gateway.app import create_app
 from policy_gateway.auth import key_caller
 from policy_gateway.budget import REASON_BUDGET, REASON_UNAVAILABLE, FallbackBudget, InProcessStore
@@ -272,8 +272,8 @@ def test_two_processes_share_one_budget_per_caller(
     assert usage["remaining"] == 0
     assert usage["limit"] == budget
     printed = [line for path in outputs for line in json_lines(path.read_text())]
-    assert emf_count(printed, settings.METRIC_FALLBACK) == 2 * budget
-    assert emf_count(printed, settings.METRIC_FALLBACK_DENIED) == 8 - budget + 1
+    assert emf_count(printed, names.METRIC_FALLBACK) == 2 * budget
+    assert emf_count(printed, names.METRIC_FALLBACK_DENIED) == 8 - budget + 1
     denied = [
         line
         for line in printed
@@ -394,8 +394,8 @@ def test_an_unavailable_table_means_no_fallback_and_the_upstream_error(
     assert len(upstream.requests) == 1
     output = gateway_stdout.until(lambda text: '"call finished"' in text)
     lines = json_lines(output)
-    assert emf_count(lines, settings.METRIC_FALLBACK_DENIED) == 1
-    assert emf_count(lines, settings.METRIC_FALLBACK) == 0
+    assert emf_count(lines, names.METRIC_FALLBACK_DENIED) == 1
+    assert emf_count(lines, names.METRIC_FALLBACK) == 0
     (denied,) = [line for line in lines if line.get("reason")]
     assert denied["reason"] == REASON_UNAVAILABLE
     assert denied["caller"] == key_caller(CALLER_A.encode())

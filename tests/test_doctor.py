@@ -22,7 +22,7 @@ from typing import Any
 
 import boto3
 import pytest
-from policy_gateway import settings
+from policy_gateway import names, settings
 from policy_gateway.doctor_values import mismatched_alarms
 
 from .support.cfn import ROOT, Stack, load_template
@@ -241,7 +241,7 @@ def test_doctor_names_each_fault_and_its_fix(deployed: Deployed, ssm: Any) -> No
     cloudwatch.put_metric_alarm(
         **{
             **{key: value for key, value in deployed.alarm.items() if key != "AlarmDescription"},
-            "Dimensions": [{"Name": "service", "Value": settings.SERVICE_NAME}],
+            "Dimensions": [{"Name": "service", "Value": names.SERVICE_NAME}],
         }
     )
     nobody = f"http://127.0.0.1:{free_port()}"
@@ -279,12 +279,12 @@ def test_alarm_dimensions_are_compared_exactly() -> None:
     service = "prod-gateway"
     exact = {
         "AlarmName": "a",
-        "Namespace": settings.METRICS_NAMESPACE,
+        "Namespace": names.METRICS_NAMESPACE,
         "Dimensions": [{"Name": "service", "Value": service}],
     }
     extra_dimension = {
         "AlarmName": "b",
-        "Namespace": settings.METRICS_NAMESPACE,
+        "Namespace": names.METRICS_NAMESPACE,
         "Dimensions": [
             {"Name": "service", "Value": service},
             {"Name": "caller", "Value": "x"},
@@ -303,8 +303,8 @@ def test_alarm_dimensions_are_compared_exactly() -> None:
                 "Id": "m1",
                 "MetricStat": {
                     "Metric": {
-                        "Namespace": settings.METRICS_NAMESPACE,
-                        "MetricName": settings.METRIC_FALLBACK,
+                        "Namespace": names.METRICS_NAMESPACE,
+                        "MetricName": names.METRIC_FALLBACK,
                         "Dimensions": [{"Name": "service", "Value": "staging-gateway"}],
                     }
                 },
@@ -313,7 +313,7 @@ def test_alarm_dimensions_are_compared_exactly() -> None:
     }
     wrong = mismatched_alarms(
         [exact, extra_dimension, other_namespace, math_on_other_stack],
-        settings.METRICS_NAMESPACE,
+        names.METRICS_NAMESPACE,
         service,
     )
     assert len(wrong) == 2

@@ -14,7 +14,7 @@ from typing import Any
 
 import anthropic
 import pytest
-from policy_gateway import settings
+from policy_gateway import names, settings
 
 from .support.clock import eventually
 from .support.fake_bedrock import FakeBedrock
@@ -30,7 +30,7 @@ def printed_json(path: Path) -> list[dict[str, Any]]:
 
 def requests_counted(stdout: Path) -> int:
     emf = [line for line in printed_json(stdout) if "_aws" in line]
-    return sum(len(line.get(settings.METRIC_REQUESTS, [])) for line in emf)
+    return sum(len(line.get(names.METRIC_REQUESTS, [])) for line in emf)
 
 
 def base_env(upstream_url: str) -> dict[str, str]:
@@ -56,20 +56,20 @@ def test_fallback_emits_emf_metric_with_service_dimension_and_a_warning(
         )
         assert ask_text(sdk(url)).startswith("echo:")
         # The call's metrics and log line are printed after its answer is sent.
-        eventually(lambda: any(settings.METRIC_REQUESTS in line for line in printed_json(stdout)))
+        eventually(lambda: any(names.METRIC_REQUESTS in line for line in printed_json(stdout)))
     printed = printed_json(stdout)
-    emf = [line for line in printed if settings.METRIC_FALLBACK in line]
+    emf = [line for line in printed if names.METRIC_FALLBACK in line]
     assert len(emf) == 1
     directive = emf[0]["_aws"]["CloudWatchMetrics"][0]
-    assert directive["Namespace"] == settings.METRICS_NAMESPACE
+    assert directive["Namespace"] == names.METRICS_NAMESPACE
     assert directive["Dimensions"] == [["service"]]
-    assert emf[0]["service"] == settings.SERVICE_NAME
-    assert emf[0][settings.METRIC_FALLBACK] == [1.0]
-    assert {"Name": settings.METRIC_FALLBACK, "Unit": "Count"} in directive["Metrics"]
+    assert emf[0]["service"] == names.SERVICE_NAME
+    assert emf[0][names.METRIC_FALLBACK] == [1.0]
+    assert {"Name": names.METRIC_FALLBACK, "Unit": "Count"} in directive["Metrics"]
     # Flushed before the retry was sent, not when the call ended.
     assert emf[0]["_aws"]["Timestamp"] <= upstream.requests[1].received_at * 1000
-    succeeded = [line for line in printed if settings.METRIC_FALLBACK_SUCCEEDED in line]
-    assert [line[settings.METRIC_FALLBACK_SUCCEEDED] for line in succeeded] == [[1.0]]
+    succeeded = [line for line in printed if names.METRIC_FALLBACK_SUCCEEDED in line]
+    assert [line[names.METRIC_FALLBACK_SUCCEEDED] for line in succeeded] == [[1.0]]
     warnings = [line for line in printed if line.get("level") == "WARNING"]
     assert len(warnings) == 1
     warning = warnings[0]
@@ -113,8 +113,8 @@ def test_every_call_flushes_request_metrics(
         client.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": "hi"}])
         eventually(lambda: requests_counted(stdout) == 3)
     emf = [line for line in printed_json(stdout) if "_aws" in line]
-    assert sum(len(line.get(settings.METRIC_REQUESTS, [])) for line in emf) == 3
-    assert any(settings.METRIC_TIME_TO_FIRST_EVENT in line for line in emf)
+    assert sum(len(line.get(names.METRIC_REQUESTS, [])) for line in emf) == 3
+    assert any(names.METRIC_TIME_TO_FIRST_EVENT in line for line in emf)
     for line in emf:
         assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
 
@@ -158,7 +158,7 @@ def test_bedrock_request_id_is_on_the_attempt_span_and_the_call_log_line(
     assert request_id.startswith("fake-bedrock-")
     assert bedrock.requests[0].signature_valid
     assert attempt.name == "upstream policy attempt 1"
-    assert attempt.attributes[settings.ATTRIBUTE_UPSTREAM_REQUEST_ID] == request_id
+    assert attempt.attributes[names.ATTRIBUTE_UPSTREAM_REQUEST_ID] == request_id
     # Shown with the span, not an annotation: the indexed set is the same as for Anthropic.
     assert attempt.annotations == {}
     (line,) = [line for line in printed_json(stdout) if line.get("message") == "call finished"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import anthropic
 import pytest
-from policy_gateway import settings
+from policy_gateway import names, settings
 
 from .support.client import policy_chain
 from .support.clock import ManualClock
@@ -42,7 +42,7 @@ def config_errors(stdout: GatewayStdout) -> int:
 
     def count() -> int:
         return sum(
-            len(line.get(settings.METRIC_POLICY_CONFIG_ERRORS, []))
+            len(line.get(names.METRIC_POLICY_CONFIG_ERRORS, []))
             for line in stdout.lines()
             if "_aws" in line
         )

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from policy_gateway import settings
+from policy_gateway import names
 
 from .support.fake_upstream import FakeUpstream, Reply, text_events
 from .support.servers import ThreadedServer, free_port, gateway_process
@@ -465,9 +465,9 @@ def test_built_artifact_streams_through_run_sh(
         assert response.headers["content-type"].startswith("text/event-stream")
         events = _sse_events(response)
 
-    names = [name for _, name, _ in events]
-    assert names[0] == "message_start"
-    assert names[-1] == "message_stop"
+    kinds = [name for _, name, _ in events]
+    assert kinds[0] == "message_start"
+    assert kinds[-1] == "message_stop"
     text = "".join(
         data["delta"]["text"] for _, name, data in events if name == "content_block_delta"
     )
@@ -482,9 +482,9 @@ def test_built_artifact_streams_through_run_sh(
     emf = [json.loads(line) for line in log.read_text().splitlines() if line.startswith('{"_aws"')]
     assert emf, log.read_text()
     directive = emf[-1]["_aws"]["CloudWatchMetrics"][0]
-    assert directive["Namespace"] == settings.METRICS_NAMESPACE
+    assert directive["Namespace"] == names.METRICS_NAMESPACE
     assert directive["Dimensions"] == [["service"]]
-    assert emf[-1]["service"] == settings.SERVICE_NAME
+    assert emf[-1]["service"] == names.SERVICE_NAME
     (span,) = xray.spans(expect=1)
     assert (span.name, span.xray_trace_id) == ("upstream policy attempt 1", root)
 

@@ -3,8 +3,8 @@
 The alarm only fires if it names exactly the namespace, metric and dimension set
 that the code emits, and the function only finds its flag if the template's
 environment uses the names settings.py reads: these tests pin both to the
-constants in policy_gateway.settings. cfn-lint and `sam validate --lint` run
-offline, so they are part of the suite too.
+constants in policy_gateway.names and policy_gateway.settings. cfn-lint and
+`sam validate --lint` run offline, so they are part of the suite too.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from fallback_breaker import handler as breaker
 from gateway_policies.loader import load_chain
-from policy_gateway import budget_table, settings
+from policy_gateway import budget_table, names, settings
 
 from .support.cfn import ROOT, TEMPLATE, Stack, insight_rule_body, load_template
 from .support.clock import eventually
@@ -37,15 +37,6 @@ ADAPTER_LAYER = re.compile(
 )
 # The Web Adapter's layer per architecture, as aws-lambda-web-adapter publishes it.
 ADAPTER_LAYER_NAMES = {"arm64": "LambdaAdapterLayerArm64", "x86_64": "LambdaAdapterLayerX86"}
-
-# Issue 5 adds these to settings.py; until then the template's names are the spec.
-ENV_AUTH_MODE: str = getattr(settings, "ENV_AUTH_MODE", "AUTH_MODE")
-ENV_GATEWAY_KEYS_SECRET: str = getattr(settings, "ENV_GATEWAY_KEYS_SECRET", "GATEWAY_KEYS_SECRET")
-ENV_UPSTREAM_API_KEY_SECRET: str = getattr(
-    settings, "ENV_UPSTREAM_API_KEY_SECRET", "UPSTREAM_API_KEY_SECRET"
-)
-# Powertools Metrics names the service dimension "service".
-SERVICE_DIMENSION: str = getattr(settings, "METRICS_SERVICE_DIMENSION", "service")
 
 # Environment variables that belong to Lambda, the Web Adapter or Python.
 PLATFORM_ENV = {
@@ -98,7 +89,7 @@ def _parameter_default(name: str) -> str:
 def _metric_names() -> set[str]:
     return {
         value
-        for name, value in vars(settings).items()
+        for name, value in vars(names).items()
         if name.startswith("METRIC_") and isinstance(value, str)
     }
 
@@ -262,14 +253,16 @@ def test_policies_layer_is_built_and_attached() -> None:
 def test_environment_uses_the_names_settings_reads() -> None:
     env = _env()
     assert _ref(env[settings.ENV_SERVICE_NAME]) == "AWS::StackName"
-    assert env[settings.ENV_METRICS_NAMESPACE] == settings.METRICS_NAMESPACE
+    assert env[settings.ENV_METRICS_NAMESPACE] == names.METRICS_NAMESPACE
     assert float(env[settings.ENV_FLAG_TTL]) == settings.DEFAULT_FLAG_TTL
     assert float(env[settings.ENV_POLICY_CONFIG_TTL]) == settings.DEFAULT_POLICY_CONFIG_TTL
     assert _ref(env[settings.ENV_UPSTREAM_BASE_URL]) == "UpstreamBaseUrl"
     assert _parameter_default("UpstreamBaseUrl") == settings.DEFAULT_UPSTREAM_BASE_URL
-    assert _ref(env[ENV_AUTH_MODE]) == "AuthMode"
-    assert _ref(env[ENV_GATEWAY_KEYS_SECRET]) == "GatewayKeysSecret"
-    assert env[ENV_UPSTREAM_API_KEY_SECRET] == _if_anthropic({"Ref": "UpstreamApiKeySecret"})
+    assert _ref(env[settings.ENV_AUTH_MODE]) == "AuthMode"
+    assert _ref(env[settings.ENV_GATEWAY_KEYS_SECRET]) == "GatewayKeysSecret"
+    assert env[settings.ENV_UPSTREAM_API_KEY_SECRET] == _if_anthropic(
+        {"Ref": "UpstreamApiKeySecret"}
+    )
     assert _ref(env[settings.ENV_ALLOW_FILES_API]) == "AllowFilesApi"
     assert _parameter_default("AllowFilesApi") == str(settings.DEFAULT_ALLOW_FILES_API).lower()
     assert _ref(env[settings.ENV_GATEWAY_PUBLIC_URL]) == "GatewayPublicUrl"
@@ -285,15 +278,15 @@ def test_environment_uses_the_names_settings_reads() -> None:
         value
         for name, value in vars(settings).items()
         if name.startswith("ENV_") and isinstance(value, str)
-    } | {ENV_AUTH_MODE, ENV_GATEWAY_KEYS_SECRET, ENV_UPSTREAM_API_KEY_SECRET}
+    }
     assert set(env) - PLATFORM_ENV <= known
 
 
 def test_the_default_stack_has_exactly_the_code_defaults() -> None:
     """samconfig.toml's stack, policy-gateway, emits what a local run emits."""
-    stack = Stack(TEMPLATE_JSON, settings.SERVICE_NAME)
+    stack = Stack(TEMPLATE_JSON, names.SERVICE_NAME)
     env = stack.resources()["GatewayFunction"]["Properties"]["Environment"]["Variables"]
-    assert env[settings.ENV_SERVICE_NAME] == settings.SERVICE_NAME
+    assert env[settings.ENV_SERVICE_NAME] == names.SERVICE_NAME
     assert env[settings.ENV_FLAG_PARAMETER] == settings.DEFAULT_FLAG_PARAMETER
     assert env[settings.ENV_POLICY_CONFIG_PARAMETER] == settings.DEFAULT_POLICY_CONFIG_PARAMETER
     outputs = stack.outputs()
@@ -302,11 +295,11 @@ def test_the_default_stack_has_exactly_the_code_defaults() -> None:
 
 
 def test_parameter_names_can_be_given_and_must_start_with_a_slash() -> None:
-    names = {
+    given = {
         "FlagParameterName": "/team/gw/flag",
         "PolicyConfigParameterName": "/team/gw/chain",
     }
-    stack = Stack(TEMPLATE_JSON, "gw", parameters=names)
+    stack = Stack(TEMPLATE_JSON, "gw", parameters=given)
     env = stack.resources()["GatewayFunction"]["Properties"]["Environment"]["Variables"]
     assert env[settings.ENV_FLAG_PARAMETER] == "/team/gw/flag"
     assert env[settings.ENV_POLICY_CONFIG_PARAMETER] == "/team/gw/chain"
@@ -314,11 +307,11 @@ def test_parameter_names_can_be_given_and_must_start_with_a_slash() -> None:
     assert "--name /team/gw/flag " in stack.outputs()["FlagToggleCommand"]
     # The IAM ARNs are built as "parameter${Name}", which is right only for names
     # that start with a slash; empty means "derive it from the stack name".
-    for name in names:
+    for name in given:
         pattern = PARAMETERS[name]["AllowedPattern"]
         assert _parameter_default(name) == ""
         assert re.fullmatch(pattern, "")
-        assert re.fullmatch(pattern, names[name])
+        assert re.fullmatch(pattern, given[name])
         assert not re.fullmatch(pattern, "no-leading-slash")
 
 
@@ -391,17 +384,17 @@ SHARED_BY_DESIGN = {"MetricName"}
 
 def _named(stack: Stack) -> dict[str, str]:
     """Every name the stack gives a resource, keyed by where it is."""
-    names: dict[str, str] = {}
+    found: dict[str, str] = {}
     for logical_id, resource in stack.resources().items():
         for key, value in resource["Properties"].items():
             named = NAMING_PROPERTY.match(key) and key not in SHARED_BY_DESIGN
             if named and isinstance(value, str):
-                names[f"{logical_id}.{key}"] = value
+                found[f"{logical_id}.{key}"] = value
         variables = resource["Properties"].get("Environment", {}).get("Variables", {})
         for key in (settings.ENV_SERVICE_NAME, *LIVE_VALUE_ENV):
             if key in variables:
-                names[f"{logical_id}.env.{key}"] = variables[key]
-    return names
+                found[f"{logical_id}.env.{key}"] = variables[key]
+    return found
 
 
 def _watched_services(stack: Stack) -> dict[str, list[str]]:
@@ -416,19 +409,19 @@ def _watched_services(stack: Stack) -> dict[str, list[str]]:
                 if "MetricStat" in query
             ]
             for metric in metrics:
-                if metric.get("Namespace") != settings.METRICS_NAMESPACE:
+                if metric.get("Namespace") != names.METRICS_NAMESPACE:
                     continue
-                assert [d["Name"] for d in metric["Dimensions"]] == [SERVICE_DIMENSION], (
-                    f"{logical_id}: the code emits exactly the dimension set [service]"
-                )
+                assert [d["Name"] for d in metric["Dimensions"]] == [
+                    names.METRICS_SERVICE_DIMENSION
+                ], f"{logical_id}: the code emits exactly the dimension set [service]"
                 watched.setdefault(logical_id, []).append(metric["Dimensions"][0]["Value"])
         if resource["Type"] == "AWS::CloudWatch::Dashboard":
             for widget in json.loads(props["DashboardBody"])["widgets"]:
                 for metric in widget["properties"].get("metrics", []):
-                    if metric[0] != settings.METRICS_NAMESPACE:
+                    if metric[0] != names.METRICS_NAMESPACE:
                         continue
                     dims = [part for part in metric[2:] if isinstance(part, str)]
-                    assert dims[0] == SERVICE_DIMENSION, metric
+                    assert dims[0] == names.METRICS_SERVICE_DIMENSION, metric
                     watched.setdefault(logical_id, []).append(dims[1])
     return watched
 
@@ -483,8 +476,8 @@ def test_the_emitted_dimension_is_what_that_stacks_alarm_watches(
         upstream.script(Reply.error(400, "invalid_request_error"))
         assert ask_text(sdk(url)).startswith("echo:")
         # The call's metrics are printed after its answer is sent.
-        eventually(lambda: settings.METRIC_REQUESTS in stdout.read_text())
-    (emf,) = [line for line in json_lines(stdout.read_text()) if settings.METRIC_FALLBACK in line]
+        eventually(lambda: names.METRIC_REQUESTS in stdout.read_text())
+    (emf,) = [line for line in json_lines(stdout.read_text()) if names.METRIC_FALLBACK in line]
     directive = emf["_aws"]["CloudWatchMetrics"][0]
     alarm = resources["PassthroughFallbackAlarm"]["Properties"]
     assert directive["Namespace"] == alarm["Namespace"]
@@ -493,14 +486,16 @@ def test_the_emitted_dimension_is_what_that_stacks_alarm_watches(
     assert {d["Name"]: emf[d["Name"]] for d in alarm["Dimensions"]} == {
         d["Name"]: d["Value"] for d in alarm["Dimensions"]
     }
-    assert emf[SERVICE_DIMENSION] == "staging-gateway"
+    assert emf[names.METRICS_SERVICE_DIMENSION] == "staging-gateway"
 
 
 def test_alarm_watches_exactly_the_emitted_fallback_metric() -> None:
     alarm = _resource("PassthroughFallbackAlarm", "AWS::CloudWatch::Alarm")
-    assert alarm["Namespace"] == settings.METRICS_NAMESPACE
-    assert alarm["MetricName"] == settings.METRIC_FALLBACK
-    assert alarm["Dimensions"] == [{"Name": SERVICE_DIMENSION, "Value": {"Ref": "AWS::StackName"}}]
+    assert alarm["Namespace"] == names.METRICS_NAMESPACE
+    assert alarm["MetricName"] == names.METRIC_FALLBACK
+    assert alarm["Dimensions"] == [
+        {"Name": names.METRICS_SERVICE_DIMENSION, "Value": {"Ref": "AWS::StackName"}}
+    ]
     assert alarm["Statistic"] == "Sum"
     assert alarm["Period"] == 300
     assert alarm["EvaluationPeriods"] == 1
@@ -525,29 +520,29 @@ def test_alarm_topic_and_subscription_only_with_an_email() -> None:
 
 
 def test_dashboard_charts_every_metric_with_the_emitted_dimension() -> None:
-    stack = Stack(TEMPLATE_JSON, settings.SERVICE_NAME)
+    stack = Stack(TEMPLATE_JSON, names.SERVICE_NAME)
     dashboard = json.loads(stack.resources()["Dashboard"]["Properties"]["DashboardBody"])
     charted: dict[str, set[str]] = {}
     for widget in dashboard["widgets"]:
         properties = widget["properties"]
         for metric in properties.get("metrics", []):
-            if metric[0] != settings.METRICS_NAMESPACE:
+            if metric[0] != names.METRICS_NAMESPACE:
                 continue
             name = metric[1]
             dims = [part for part in metric[2:] if isinstance(part, str)]
-            assert dims == [SERVICE_DIMENSION, settings.SERVICE_NAME], metric
+            assert dims == [names.METRICS_SERVICE_DIMENSION, names.SERVICE_NAME], metric
             options = metric[-1] if isinstance(metric[-1], dict) else {}
             charted.setdefault(name, set()).add(options.get("stat") or properties.get("stat"))
     assert set(charted) == _metric_names()
-    for name in (settings.METRIC_LATENCY, settings.METRIC_TIME_TO_FIRST_EVENT):
+    for name in (names.METRIC_LATENCY, names.METRIC_TIME_TO_FIRST_EVENT):
         assert {"p50", "p99"} <= charted[name]
     for name in (
-        settings.METRIC_REQUESTS,
-        settings.METRIC_UPSTREAM_4XX,
-        settings.METRIC_UPSTREAM_5XX,
-        settings.METRIC_FALLBACK,
-        settings.METRIC_FALLBACK_SUCCEEDED,
-        settings.METRIC_FALLBACK_FAILED,
+        names.METRIC_REQUESTS,
+        names.METRIC_UPSTREAM_4XX,
+        names.METRIC_UPSTREAM_5XX,
+        names.METRIC_FALLBACK,
+        names.METRIC_FALLBACK_SUCCEEDED,
+        names.METRIC_FALLBACK_FAILED,
     ):
         assert charted[name] == {"Sum"}
 
@@ -586,7 +581,7 @@ def test_iam_is_scoped_to_the_two_parameters_the_two_secrets_and_the_budget_tabl
     }
     # One write action on the budget table; reading it is the operator's (the CLI).
     assert by_service["dynamodb:UpdateItem"] == [{"Fn::GetAtt": ["FallbackBudgetTable", "Arn"]}]
-    stack = Stack(TEMPLATE_JSON, settings.SERVICE_NAME)
+    stack = Stack(TEMPLATE_JSON, names.SERVICE_NAME)
     assert sorted(stack.resolve(by_service["ssm:GetParameter"])) == sorted(
         f"arn:aws:ssm:us-east-1:123456789012:parameter{name}"
         for name in (settings.DEFAULT_FLAG_PARAMETER, settings.DEFAULT_POLICY_CONFIG_PARAMETER)
@@ -845,10 +840,12 @@ def test_budget_table_is_on_demand_with_ttl_and_the_codes_key() -> None:
 def test_surge_alarm_watches_the_fallback_metric_and_invokes_the_breaker() -> None:
     alarm = _resource("FallbackSurgeAlarm", "AWS::CloudWatch::Alarm")
     assert alarm["AlarmName"] == {"Fn::Sub": "${AWS::StackName}-fallback-surge"}
-    assert alarm["Namespace"] == settings.METRICS_NAMESPACE
-    assert alarm["MetricName"] == settings.METRIC_FALLBACK
+    assert alarm["Namespace"] == names.METRICS_NAMESPACE
+    assert alarm["MetricName"] == names.METRIC_FALLBACK
     # Per-stack service identity: the dimension is the stack's name.
-    assert alarm["Dimensions"] == [{"Name": SERVICE_DIMENSION, "Value": {"Ref": "AWS::StackName"}}]
+    assert alarm["Dimensions"] == [
+        {"Name": names.METRICS_SERVICE_DIMENSION, "Value": {"Ref": "AWS::StackName"}}
+    ]
     assert alarm["Statistic"] == "Sum"
     assert _ref(alarm["Period"]) == "FallbackSurgePeriodSeconds"
     assert _ref(alarm["Threshold"]) == "FallbackSurgeThreshold"
@@ -903,8 +900,8 @@ def test_breaker_function_is_least_privilege_and_reads_the_gateways_names() -> N
     assert breaker.ENV_FLAG_PARAMETER == settings.ENV_FLAG_PARAMETER
     assert breaker.DEFAULT_FLAG_PARAMETER == settings.DEFAULT_FLAG_PARAMETER
     # The breaker and the gateway name the same flag, under any naming of it.
-    for names in ({}, {"FlagParameterName": "/ops/gw-fallback"}):
-        stack = Stack(TEMPLATE_JSON, "gw", parameters=names)
+    for given in ({}, {"FlagParameterName": "/ops/gw-fallback"}):
+        stack = Stack(TEMPLATE_JSON, "gw", parameters=given)
         resolved = stack.resources()
         env = resolved["BreakerFunction"]["Properties"]["Environment"]["Variables"]
         gateway_env = resolved["GatewayFunction"]["Properties"]["Environment"]["Variables"]
@@ -936,7 +933,7 @@ def test_dashboard_shows_the_top_callers_and_the_surge_alarm() -> None:
     body = _resource("Dashboard", "AWS::CloudWatch::Dashboard")["DashboardBody"]["Fn::Sub"]
     assert "${FallbackCallersInsightRule.RuleName}" in body
     assert "${FallbackSurgeAlarm.Arn}" in body
-    stack = Stack(TEMPLATE_JSON, settings.SERVICE_NAME)
+    stack = Stack(TEMPLATE_JSON, names.SERVICE_NAME)
     widgets = json.loads(stack.resources()["Dashboard"]["Properties"]["DashboardBody"])["widgets"]
     (insight,) = [w for w in widgets if "insightRule" in w["properties"]]
     assert insight["properties"]["insightRule"]["orderBy"] == "Sum"

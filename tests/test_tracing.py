@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from policy_gateway import settings
+from policy_gateway import names, settings
 from policy_gateway.xray_udp import parse_daemon_address
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -100,25 +100,25 @@ def test_fallback_makes_two_attempt_spans_under_the_function_with_typed_annotati
         # Not a client span: X-Ray keeps it a subsegment of the function, not a
         # service-map node per attempt.
         assert span.kind == SPAN_KIND_INTERNAL
-        assert span.resource["service.name"] == settings.SERVICE_NAME
+        assert span.resource["service.name"] == names.SERVICE_NAME
     failed, retry = spans
     annotations = failed.annotations
     assert annotations == {
-        settings.ANNOTATION_UPSTREAM_STATUS: 404,
-        settings.ANNOTATION_FALLBACK: True,
-        settings.ANNOTATION_FALLBACK_STATUS: 404,
-        settings.ANNOTATION_FALLBACK_POLICIES: "string_replace",
+        names.ANNOTATION_UPSTREAM_STATUS: 404,
+        names.ANNOTATION_FALLBACK: True,
+        names.ANNOTATION_FALLBACK_STATUS: 404,
+        names.ANNOTATION_FALLBACK_POLICIES: "string_replace",
     }
     # Types as X-Ray indexes them: `annotation.passthrough_fallback = true` is a
     # boolean match, `annotation.fallback_status = 404` a numeric one.
-    assert type(annotations[settings.ANNOTATION_FALLBACK]) is bool
-    assert type(annotations[settings.ANNOTATION_FALLBACK_STATUS]) is int
-    assert type(annotations[settings.ANNOTATION_FALLBACK_POLICIES]) is str
+    assert type(annotations[names.ANNOTATION_FALLBACK]) is bool
+    assert type(annotations[names.ANNOTATION_FALLBACK_STATUS]) is int
+    assert type(annotations[names.ANNOTATION_FALLBACK_POLICIES]) is str
     assert retry.annotations == {}
     assert XRAY_ANNOTATIONS not in retry.attributes
     # The upstream's request id on each attempt, shown with it but not indexed.
-    assert failed.attributes[settings.ATTRIBUTE_UPSTREAM_REQUEST_ID] == "req_fake_error"
-    assert retry.attributes[settings.ATTRIBUTE_UPSTREAM_REQUEST_ID] == "req_fake"
+    assert failed.attributes[names.ATTRIBUTE_UPSTREAM_REQUEST_ID] == "req_fake_error"
+    assert retry.attributes[names.ATTRIBUTE_UPSTREAM_REQUEST_ID] == "req_fake"
 
 
 def test_one_span_per_attempt_including_retries_and_streams(
@@ -147,7 +147,7 @@ def test_one_span_per_attempt_including_retries_and_streams(
         streamed_root: ["upstream policy attempt 1"],
     }
     first_try = next(s for s in spans if s.xray_trace_id == retried_root)
-    assert first_try.annotations == {settings.ANNOTATION_UPSTREAM_STATUS: 529}
+    assert first_try.annotations == {names.ANNOTATION_UPSTREAM_STATUS: 529}
 
 
 def test_unreachable_upstream_marks_each_attempt_failed_by_error_type_only(
@@ -241,7 +241,7 @@ def test_concurrent_calls_each_land_under_their_own_trace(
             "upstream policy attempt 1",
             "upstream passthrough-fallback attempt 1",
         ]
-        assert pair[0].annotations[settings.ANNOTATION_FALLBACK] is True
+        assert pair[0].annotations[names.ANNOTATION_FALLBACK] is True
 
 
 # Outside Lambda: OTLP/HTTP when an endpoint is named, nothing otherwise
@@ -304,8 +304,8 @@ def test_otlp_endpoint_receives_a_call_span_with_the_attempts_under_it(
     ]
     assert under[started.span_id] == ["upstream policy attempt 1"]
     failed = next(s for s in attempts(spans) if s.parent_span_id == continued.span_id)
-    assert failed.annotations[settings.ANNOTATION_FALLBACK] is True
-    assert failed.annotations[settings.ANNOTATION_FALLBACK_STATUS] == 400
+    assert failed.annotations[names.ANNOTATION_FALLBACK] is True
+    assert failed.annotations[names.ANNOTATION_FALLBACK_STATUS] == 400
     assert all(path == "/v1/traces" for path, _, _ in receiver.requests)
     assert {headers["content-type"] for _, headers, _ in receiver.requests} == {
         "application/x-protobuf"
@@ -400,5 +400,5 @@ def test_bad_daemon_address_turns_tracing_off_not_the_gateway(
 
 
 def test_service_name_defaults_to_the_metric_service() -> None:
-    assert settings.service_name({}) == settings.SERVICE_NAME
+    assert settings.service_name({}) == names.SERVICE_NAME
     assert settings.service_name({settings.ENV_SERVICE_NAME: "edge-gw"}) == "edge-gw"

@@ -26,7 +26,7 @@ from functools import partial
 from typing import Protocol
 from urllib.parse import unquote, unquote_plus
 
-from . import metrics, settings
+from . import metrics, names, settings
 from .errors import GatewayError
 from .gateway_keys import GatewayKey, match_key, parse_gateway_keys
 from .logs import logger
@@ -166,7 +166,7 @@ class GatewayKeyAuth:
         presented = _presented(raw)
         caller = match_key(presented, valid)
         if caller is None:
-            metrics.count(settings.METRIC_AUTH_FAILURES)
+            metrics.count(names.METRIC_AUTH_FAILURES)
             logger.warning("gateway key rejected", extra={"presented": len(presented)})
             raise GatewayError(
                 401,

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from . import metrics, settings
+from . import metrics, names, settings
 from .budget_table import BudgetUnavailable, DynamoDBStore, window_start
 from .logs import logger
 
@@ -83,7 +83,7 @@ class FallbackBudget:
         reason = await self._spend(caller)
         if reason is None:
             return True
-        metrics.count(settings.METRIC_FALLBACK_DENIED)
+        metrics.count(names.METRIC_FALLBACK_DENIED)
         logger.warning(
             "passthrough fallback denied: "
             + (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from . import settings
+from . import names, settings
 from .checkup import Checkup, Problem
 
 
@@ -19,7 +19,7 @@ def _dimensions(metric: dict[str, Any]) -> dict[str, str]:
 
 def mismatched_alarms(alarms: Iterable[dict[str, Any]], namespace: str, service: str) -> list[str]:
     """Each alarm on the gateway's namespace that does not watch exactly [service]."""
-    emitted = {settings.METRICS_SERVICE_DIMENSION: service}
+    emitted = {names.METRICS_SERVICE_DIMENSION: service}
     wrong = []
     for alarm in alarms:
         queries = [q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q]
@@ -79,25 +79,27 @@ def alarms(checkup: Checkup) -> str:
     deployment = checkup.deployment
     cloudwatch = deployment.client("cloudwatch")
     namespace, service = deployment.metrics_namespace, deployment.service_name
-    names = deployment.alarm_names
+    alarm_names = deployment.alarm_names
     # Never an empty AlarmNames: DescribeAlarms would return every alarm.
     found = {
         alarm["AlarmName"]: alarm
-        for start in range(0, len(names), 100)
-        for alarm in cloudwatch.describe_alarms(AlarmNames=names[start : start + 100])[
+        for start in range(0, len(alarm_names), 100)
+        for alarm in cloudwatch.describe_alarms(AlarmNames=alarm_names[start : start + 100])[
             "MetricAlarms"
         ]
     }
     wrong = [
-        f"alarm {name} is in the stack but not in CloudWatch" for name in names if name not in found
+        f"alarm {name} is in the stack but not in CloudWatch"
+        for name in alarm_names
+        if name not in found
     ]
     wrong += mismatched_alarms(found.values(), namespace, service)
-    emitted = {settings.METRICS_SERVICE_DIMENSION: service}
+    emitted = {names.METRICS_SERVICE_DIMENSION: service}
     watching = [
         alarm
         for alarm in cloudwatch.describe_alarms_for_metric(
             Namespace=namespace,
-            MetricName=settings.METRIC_FALLBACK,
+            MetricName=names.METRIC_FALLBACK,
             Dimensions=[{"Name": key, "Value": value} for key, value in emitted.items()],
         )["MetricAlarms"]
         # CloudWatch matches the dimension set exactly; checked here too so
@@ -106,8 +108,8 @@ def alarms(checkup: Checkup) -> str:
     ]
     if not watching:
         wrong.append(
-            f"no alarm watches {namespace}/{settings.METRIC_FALLBACK} with "
-            f"{settings.METRICS_SERVICE_DIMENSION}={service}: a fallback would go unnoticed"
+            f"no alarm watches {namespace}/{names.METRIC_FALLBACK} with "
+            f"{names.METRICS_SERVICE_DIMENSION}={service}: a fallback would go unnoticed"
         )
     if wrong:
         raise Problem(
@@ -117,5 +119,5 @@ def alarms(checkup: Checkup) -> str:
         )
     return (
         f"{', '.join(sorted(a['AlarmName'] for a in watching))} watch "
-        f"{namespace}/{settings.METRIC_FALLBACK} {settings.METRICS_SERVICE_DIMENSION}={service}"
+        f"{namespace}/{names.METRIC_FALLBACK} {names.METRICS_SERVICE_DIMENSION}={service}"
     )

@@ -18,7 +18,7 @@ import anyio
 from gateway_policies import PolicyContext
 from starlette.types import Receive, Scope, Send
 
-from . import lambda_context, metrics, settings, tracing
+from . import lambda_context, metrics, names, settings, tracing
 from .auth import Authenticator
 from .body import check_content_encoding, check_content_type, read_body
 from .call import DEADLINE_ERROR, FALLBACK_FAILED, FALLBACK_RETRYING, Call
@@ -193,8 +193,8 @@ def upstream_path(call: Call) -> str:
 
 def _finish(call: Call) -> None:
     elapsed_ms = (time.perf_counter() - call.started) * 1000
-    metrics.count(settings.METRIC_REQUESTS)
-    metrics.milliseconds(settings.METRIC_LATENCY, elapsed_ms)
+    metrics.count(names.METRIC_REQUESTS)
+    metrics.milliseconds(names.METRIC_LATENCY, elapsed_ms)
     metrics.flush()
     logger.info(
         "call finished",

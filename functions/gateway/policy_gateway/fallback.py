@@ -29,7 +29,7 @@ from typing import Any
 from gateway_policies import PolicyChain, PolicyContext
 from gateway_policies.diff import changed_locations, format_path
 
-from . import metrics, offload, settings
+from . import metrics, names, offload
 from .auth import Credentials
 from .budget import FallbackBudget
 from .call import (
@@ -124,10 +124,10 @@ class Fallback:
             upstream = await attempt(attempted.original, LABEL_FALLBACK)
         except (UpstreamStatusError, UpstreamUnavailable):
             call.fallback = FALLBACK_FAILED
-            metrics.count(settings.METRIC_FALLBACK_FAILED)
+            metrics.count(names.METRIC_FALLBACK_FAILED)
             raise
         call.fallback = FALLBACK_SUCCEEDED
-        metrics.count(settings.METRIC_FALLBACK_SUCCEEDED)
+        metrics.count(names.METRIC_FALLBACK_SUCCEEDED)
         return upstream
 
     async def _allows(self, call: Call, error: UpstreamStatusError, attempted: Attempted) -> bool:
@@ -176,13 +176,13 @@ async def record(
     (an unknown-model 404 repeats the client's text), scrubbed of the call's
     credentials like the client's copy.
     """
-    metrics.count(settings.METRIC_FALLBACK)
+    metrics.count(names.METRIC_FALLBACK)
     metrics.flush()
     ctx = attempted.ctx
     details: dict[str, Any] = {}
     try:
-        error.span.annotate(settings.ANNOTATION_FALLBACK, True)
-        error.span.annotate(settings.ANNOTATION_FALLBACK_STATUS, error.status)
+        error.span.annotate(names.ANNOTATION_FALLBACK, True)
+        error.span.annotate(names.ANNOTATION_FALLBACK_STATUS, error.status)
         replay = PolicyContext(
             endpoint=ctx.endpoint,
             stream=ctx.stream,
@@ -192,9 +192,7 @@ async def record(
         paths, attribution = await offload.run(_attribute(attempted, replay))
         details = {"changed_paths": paths, "changed_by_policy": attribution}
         if attribution:
-            error.span.annotate(
-                settings.ANNOTATION_FALLBACK_POLICIES, ",".join(sorted(attribution))
-            )
+            error.span.annotate(names.ANNOTATION_FALLBACK_POLICIES, ",".join(sorted(attribution)))
     except Exception as exc:
         details = {"record_error": type(exc).__name__}
     logger.warning(

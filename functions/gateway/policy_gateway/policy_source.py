@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from gateway_policies import PolicyChain, PolicyConfigError, load_chain
 
-from . import metrics, settings
+from . import metrics, names
 from .errors import GatewayError
 from .logs import logger
 from .parameters import TTLCache, read_ssm_parameter
@@ -56,7 +56,7 @@ class PolicySource:
         return load_chain(self._reader(self._parameter))
 
     def _keep_last_good(self, exc: Exception, last: PolicyChain | None) -> PolicyChain | None:
-        metrics.count(settings.METRIC_POLICY_CONFIG_ERRORS)
+        metrics.count(names.METRIC_POLICY_CONFIG_ERRORS)
         logger.error(
             "policy config unusable; keeping the last good chain"
             if last is not None

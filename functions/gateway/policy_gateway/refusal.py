@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from gateway_policies import PolicyFailure, PolicyViolation
 
-from . import metrics, settings
+from . import metrics, names
 from .errors import GatewayError
 from .logs import logger
 
 
 def policy_error(exc: PolicyViolation | PolicyFailure) -> GatewayError:
     if isinstance(exc, PolicyViolation):
-        metrics.count(settings.METRIC_POLICY_BLOCKS)
+        metrics.count(names.METRIC_POLICY_BLOCKS)
         return GatewayError(exc.status, exc.message, exc.error_type)
     if isinstance(exc.__cause__, RecursionError):
         # The policy walked a body nested deeper than Python's stack allows: the
         # input's fault, not the policy's.
         return GatewayError(400, "Request body is nested too deeply.")
-    metrics.count(settings.METRIC_POLICY_ERRORS)
+    metrics.count(names.METRIC_POLICY_ERRORS)
     logger.error(
         "policy failed; refusing the call",
         extra={

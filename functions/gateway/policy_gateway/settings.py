@@ -1,4 +1,4 @@
-"""Every name another artifact depends on, and the gateway's configuration.
+"""The gateway's configuration: every environment variable it reads, read here and only here.
 
 template.yaml, the dashboard, the alarm and the operators' runbooks use these
 names; tests assert that the template agrees with them. A local run and a
@@ -14,38 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-SERVICE_NAME = "policy-gateway"
-METRICS_NAMESPACE = "PolicyGateway"
-# Powertools Metrics names the service dimension "service".
-METRICS_SERVICE_DIMENSION = "service"
-
-# Metric names. All are emitted with the single dimension set [service], so an
-# alarm that names only `service` matches them exactly.
-METRIC_REQUESTS = "Requests"
-METRIC_LATENCY = "Latency"
-METRIC_TIME_TO_FIRST_EVENT = "TimeToFirstEvent"
-METRIC_UPSTREAM_4XX = "UpstreamErrors4xx"
-METRIC_UPSTREAM_5XX = "UpstreamErrors5xx"
-METRIC_UPSTREAM_CONNECTION_ERRORS = "UpstreamConnectionErrors"
-METRIC_FALLBACK = "PassthroughFallback"
-METRIC_FALLBACK_SUCCEEDED = "PassthroughFallbackSucceeded"
-METRIC_FALLBACK_FAILED = "PassthroughFallbackFailed"
-METRIC_POLICY_BLOCKS = "PolicyBlocks"
-METRIC_POLICY_ERRORS = "PolicyErrors"
-METRIC_POLICY_CONFIG_ERRORS = "PolicyConfigErrors"
-METRIC_AUTH_FAILURES = "AuthFailures"
-METRIC_FALLBACK_DENIED = "FallbackDenied"
-
-# X-Ray annotation keys (indexed span attributes) on an upstream attempt's span:
-# the fallback's three on the failed attempt, the upstream's status on any that failed.
-ANNOTATION_FALLBACK = "passthrough_fallback"
-ANNOTATION_FALLBACK_STATUS = "fallback_status"
-ANNOTATION_FALLBACK_POLICIES = "fallback_policies"
-ANNOTATION_UPSTREAM_STATUS = "upstream_status"
-# A plain attribute on every attempt that got an answer: the upstream's id for it
-# (`request-id` from Anthropic, `x-amzn-requestid` from Bedrock), as support tickets
-# ask for it. The call's log line carries it under the same key.
-ATTRIBUTE_UPSTREAM_REQUEST_ID = "upstream_request_id"
+from .names import METRICS_NAMESPACE, SERVICE_NAME
 
 # Environment variable names (documented in the README).
 ENV_UPSTREAM_BASE_URL = "UPSTREAM_BASE_URL"

@@ -14,7 +14,7 @@ import time
 import anyio
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation, StreamEvent
 
-from . import metrics, settings, sse
+from . import metrics, names, sse
 from .call import DEADLINE_ERROR, Call, merge_headers
 from .errors import GatewayError, error_body
 from .logs import logger
@@ -128,7 +128,7 @@ class StreamRelay:
         call = self.call
         call.status = self.upstream.status
         metrics.milliseconds(
-            settings.METRIC_TIME_TO_FIRST_EVENT, (time.perf_counter() - call.started) * 1000
+            names.METRIC_TIME_TO_FIRST_EVENT, (time.perf_counter() - call.started) * 1000
         )
         await call.send(
             {

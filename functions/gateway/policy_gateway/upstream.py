@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import anyio
 import httpx2
 
-from . import metrics, settings, tracing
+from . import metrics, names, settings, tracing
 from .provider import Provider, provider_for
 from .retry import retry_delay, should_retry
 from .upstream_errors import UpstreamStatusError, unavailable
@@ -118,7 +118,7 @@ class UpstreamClient:
                 raise
             except httpx2.TransportError as exc:
                 span.end(exc)
-                metrics.count(settings.METRIC_UPSTREAM_CONNECTION_ERRORS)
+                metrics.count(names.METRIC_UPSTREAM_CONNECTION_ERRORS)
                 delay = retry_delay(retry, None)
                 if not self._may_retry(retry, deadline, delay):
                     raise unavailable(exc) from None
@@ -174,10 +174,8 @@ class UpstreamClient:
         finally:
             await response.aclose()
         status, body = self._provider.status_error(response.status_code, response.headers, body)
-        metrics.count(
-            settings.METRIC_UPSTREAM_5XX if status >= 500 else settings.METRIC_UPSTREAM_4XX
-        )
-        span.annotate(settings.ANNOTATION_UPSTREAM_STATUS, status)
+        metrics.count(names.METRIC_UPSTREAM_5XX if status >= 500 else names.METRIC_UPSTREAM_4XX)
+        span.annotate(names.ANNOTATION_UPSTREAM_STATUS, status)
         _request_id(response, self._provider, span)
         return UpstreamStatusError(
             status,
@@ -193,5 +191,5 @@ def _request_id(response: httpx2.Response, provider: Provider, span: tracing.Spa
     if not request_id:
         return None
     request_id = request_id[:100]
-    span.describe(settings.ATTRIBUTE_UPSTREAM_REQUEST_ID, request_id)
+    span.describe(names.ATTRIBUTE_UPSTREAM_REQUEST_ID, request_id)
     return request_id

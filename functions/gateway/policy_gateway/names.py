@@ -1,0 +1,42 @@
+"""The names CloudWatch and X-Ray depend on: the metric identity and the span keys.
+
+template.yaml's alarms and dashboard, the breaker, `policy-gateway doctor` and
+the operators' queries use these names; tests assert that the template agrees.
+A local run and a deployed function emit the same identity without the template
+having to set anything (the template sets the service to the stack's name).
+"""
+
+from __future__ import annotations
+
+SERVICE_NAME = "policy-gateway"
+METRICS_NAMESPACE = "PolicyGateway"
+# Powertools Metrics names the service dimension "service".
+METRICS_SERVICE_DIMENSION = "service"
+
+# Metric names. All are emitted with the single dimension set [service], so an
+# alarm that names only `service` matches them exactly.
+METRIC_REQUESTS = "Requests"
+METRIC_LATENCY = "Latency"
+METRIC_TIME_TO_FIRST_EVENT = "TimeToFirstEvent"
+METRIC_UPSTREAM_4XX = "UpstreamErrors4xx"
+METRIC_UPSTREAM_5XX = "UpstreamErrors5xx"
+METRIC_UPSTREAM_CONNECTION_ERRORS = "UpstreamConnectionErrors"
+METRIC_FALLBACK = "PassthroughFallback"
+METRIC_FALLBACK_SUCCEEDED = "PassthroughFallbackSucceeded"
+METRIC_FALLBACK_FAILED = "PassthroughFallbackFailed"
+METRIC_POLICY_BLOCKS = "PolicyBlocks"
+METRIC_POLICY_ERRORS = "PolicyErrors"
+METRIC_POLICY_CONFIG_ERRORS = "PolicyConfigErrors"
+METRIC_AUTH_FAILURES = "AuthFailures"
+METRIC_FALLBACK_DENIED = "FallbackDenied"
+
+# X-Ray annotation keys (indexed span attributes) on an upstream attempt's span:
+# the fallback's three on the failed attempt, the upstream's status on any that failed.
+ANNOTATION_FALLBACK = "passthrough_fallback"
+ANNOTATION_FALLBACK_STATUS = "fallback_status"
+ANNOTATION_FALLBACK_POLICIES = "fallback_policies"
+ANNOTATION_UPSTREAM_STATUS = "upstream_status"
+# A plain attribute on every attempt that got an answer: the upstream's id for it
+# (`request-id` from Anthropic, `x-amzn-requestid` from Bedrock), as support tickets
+# ask for it. The call's log line carries it under the same key.
+ATTRIBUTE_UPSTREAM_REQUEST_ID = "upstream_request_id"
