@@ -554,24 +554,34 @@ def cold_start(args: list[str], env: dict[str, str], port: int, log: str) -> tup
         stop(process)
 
 
-def measure_cold_start(env: Environment, raw: dict[str, Any]) -> list[Figure]:
-    floor: list[float] = []
+def cold_starts(
+    floor: Callable[[int], tuple[list[str], dict[str, str]]],
+    gateway: Callable[[int], tuple[list[str], dict[str, str]]],
+    log: str,
+) -> tuple[list[float], list[float], list[float]]:
+    """COLD_RUNS alternating starts: the bare app ready, the gateway ready and first answering.
+
+    `floor` and `gateway` give the command and environment for a port.
+    """
+    floors: list[float] = []
     ready: list[float] = []
     answered: list[float] = []
     for _ in range(COLD_RUNS):
         port = free_port()
-        floor.append(
-            cold_start(
-                [sys.executable, str(BENCH / "floor_app.py"), str(port)],
-                dict(os.environ),
-                port,
-                "floor.log",
-            )[0]
-        )
+        floors.append(cold_start(*floor(port), port, f"{log}-floor.log")[0])
         port = free_port()
-        up, first = cold_start(gateway_args(port), env.gateway_env(NOOP_CHAIN), port, "cold.log")
+        up, first = cold_start(*gateway(port), port, f"{log}.log")
         ready.append(up)
         answered.append(first)
+    return floors, ready, answered
+
+
+def measure_cold_start(env: Environment, raw: dict[str, Any]) -> list[Figure]:
+    floor, ready, answered = cold_starts(
+        lambda port: ([sys.executable, str(BENCH / "floor_app.py"), str(port)], dict(os.environ)),
+        lambda port: (gateway_args(port), env.gateway_env(NOOP_CHAIN)),
+        "cold",
+    )
     raw["cold_start"] = {"floor_s": floor, "ready_s": ready, "first_answer_s": answered}
     base = statistics.median(floor)
     figures = []
@@ -679,25 +689,11 @@ def measure_artifact_cold_start(env: Environment, raw: dict[str, Any]) -> list[F
             "AWS_XRAY_DAEMON_ADDRESS": f"{HOST}:{free_port()}",
         }
         floor_env = {**os.environ, **common, "PYTHONPATH": str(function)}
-        floor: list[float] = []
-        ready: list[float] = []
-        answered: list[float] = []
-        for _ in range(COLD_RUNS):
-            port = free_port()
-            floor.append(
-                cold_start(
-                    [executable, str(BENCH / "floor_app.py"), str(port)],
-                    floor_env,
-                    port,
-                    "artifact-floor.log",
-                )[0]
-            )
-            port = free_port()
-            up, first = cold_start(
-                [str(function / "run.sh")], {**gateway, "PORT": str(port)}, port, "artifact.log"
-            )
-            ready.append(up)
-            answered.append(first)
+        floor, ready, answered = cold_starts(
+            lambda port: ([executable, str(BENCH / "floor_app.py"), str(port)], floor_env),
+            lambda port: ([str(function / "run.sh")], {**gateway, "PORT": str(port)}),
+            "artifact",
+        )
         interpreter = [
             timed(lambda: subprocess.run([executable, "-c", "pass"], env=floor_env, check=True))
             for _ in range(COLD_RUNS)
