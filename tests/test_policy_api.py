@@ -240,3 +240,16 @@ def test_several_request_hooks_are_told_apart_by_replaying_them() -> None:
         "MetadataRewrite": ["$.metadata"],
     }
     assert CountedRewrite.runs == 1
+
+
+def test_a_replayed_context_is_the_same_call_without_any_policys_state() -> None:
+    async def key() -> str | None:
+        return "sk-ant-gateway"
+
+    ctx = PolicyContext(endpoint="count_tokens", stream=True, call_id="c-1", upstream_api_key=key)
+    policy = CountedRewrite()
+    ctx.state(policy, list).append("buffered")
+    again = ctx.replay()
+    assert (again.endpoint, again.stream, again.call_id) == ("count_tokens", True, "c-1")
+    assert again.upstream_api_key is key
+    assert again.state(policy, list) == []

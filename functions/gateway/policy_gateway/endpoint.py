@@ -45,14 +45,15 @@ class Gateway:
     auth: Authenticator
     upstream_key: UpstreamKey | None
 
-    def policy_context(
-        self, call_id: str, *, endpoint: str = "messages", stream: bool = False
-    ) -> PolicyContext:
-        """A fresh context for one run of the chain (one request, one batch entry, one result)."""
+    def policy_context(self, call_id: str, *, endpoint: str = "messages") -> PolicyContext:
+        """A fresh context for one run of the chain (one request, one batch entry, one result).
+
+        Not streaming: the Messages route says so once it has parsed the body.
+        """
         key = self.upstream_key
         return PolicyContext(
             endpoint=endpoint,
-            stream=stream,
+            stream=False,
             call_id=call_id,
             upstream_api_key=None if key is None else key.get,
         )

@@ -183,13 +183,7 @@ async def record(
     try:
         error.span.annotate(names.ANNOTATION_FALLBACK, True)
         error.span.annotate(names.ANNOTATION_FALLBACK_STATUS, error.status)
-        replay = PolicyContext(
-            endpoint=ctx.endpoint,
-            stream=ctx.stream,
-            call_id=ctx.call_id,
-            upstream_api_key=ctx.upstream_api_key,
-        )
-        paths, attribution = await offload.run(_attribute(attempted, replay))
+        paths, attribution = await offload.run(_attribute(attempted, ctx.replay()))
         details = {"changed_paths": paths, "changed_by_policy": attribution}
         if attribution:
             error.span.annotate(names.ANNOTATION_FALLBACK_POLICIES, ",".join(sorted(attribution)))

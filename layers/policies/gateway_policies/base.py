@@ -152,6 +152,10 @@ class PolicyContext:
     its AWS timeouts. None where the gateway holds no key (Amazon Bedrock as the upstream)."""
     _states: dict[int, Any] = field(default_factory=dict, repr=False)
 
+    def replay(self) -> PolicyContext:
+        """The same call again with no policy's state yet: for running its hooks once more."""
+        return PolicyContext(self.endpoint, self.stream, self.call_id, self.upstream_api_key)
+
     def state(self, policy: Policy[Any], kind: type[S]) -> S:
         """This call's `kind` instance for `policy`, made with `kind()` on first use."""
         found = self._states.get(id(policy))
