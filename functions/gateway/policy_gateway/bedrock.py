@@ -13,7 +13,8 @@ here.
 The body keeps every member the policies produced byte for byte (thinking
 blocks included); only `model` and `stream` are removed and
 `anthropic_version` (and `anthropic_beta`, from the `anthropic-beta` header)
-added, as Bedrock's Anthropic models expect.
+added, as Bedrock's Anthropic models expect, and for CountTokens a `max_tokens`
+where the request has none (Bedrock requires one; it does not change the count).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A JSON object taken apart and put together member by member, each value's text untouched.
 
 Bedrock's body is the Messages API body less `model` and `stream`, plus
-`anthropic_version`: re-serializing it whole could change what the policies
+`anthropic_version` (and `anthropic_beta`; for CountTokens a `max_tokens`):
+re-serializing it whole could change what the policies
 produced (a lone surrogate escape, a number beyond float range, key order), so
 only the members themselves are moved.
 """

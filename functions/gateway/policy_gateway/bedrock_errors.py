@@ -2,30 +2,29 @@
 
 from __future__ import annotations
 
-from .errors import error_body, error_type_for
+from .errors import error_body
 
-# Bedrock's exceptions → the status and type the Messages API uses for the
-# same situation. Anything else keeps Bedrock's own HTTP status.
-EXCEPTIONS: dict[str, tuple[int, str]] = {
-    "ValidationException": (400, "invalid_request_error"),
-    "AccessDeniedException": (403, "permission_error"),
-    "ResourceNotFoundException": (404, "not_found_error"),
-    "ThrottlingException": (429, "rate_limit_error"),
+# Bedrock's exceptions → the status the Messages API uses for the same situation
+# (the error's type follows from the status, as for the gateway's own errors).
+# Anything else keeps Bedrock's own HTTP status.
+EXCEPTIONS: dict[str, int] = {
+    "ValidationException": 400,
+    "AccessDeniedException": 403,
+    "ResourceNotFoundException": 404,
+    "ThrottlingException": 429,
     # "Resubmit your request later": a quota is a rate limit to a Messages API client.
-    "ServiceQuotaExceededException": (429, "rate_limit_error"),
-    "InternalServerException": (500, "api_error"),
-    "ModelErrorException": (500, "api_error"),
-    "ModelStreamErrorException": (500, "api_error"),
-    "ServiceUnavailableException": (503, "api_error"),
-    "ModelNotReadyException": (529, "overloaded_error"),
-    "ModelTimeoutException": (504, "timeout_error"),
+    "ServiceQuotaExceededException": 429,
+    "InternalServerException": 500,
+    "ModelErrorException": 500,
+    "ModelStreamErrorException": 500,
+    "ServiceUnavailableException": 503,
+    "ModelNotReadyException": 529,
+    "ModelTimeoutException": 504,
 }
 
 
 def exception_error(name: str, message: str, fallback_status: int) -> tuple[int, dict[str, object]]:
     """The Messages API status and error body for a Bedrock exception name."""
     # Stream exceptions are named in camelCase (`throttlingException`).
-    status, kind = EXCEPTIONS.get(
-        name[:1].upper() + name[1:], (fallback_status, error_type_for(fallback_status))
-    )
-    return status, error_body(status, message or name, kind)
+    status = EXCEPTIONS.get(name[:1].upper() + name[1:], fallback_status)
+    return status, error_body(status, message or name)

@@ -57,11 +57,12 @@ async def sse_from_event_stream(chunks: AsyncIterator[bytes]) -> AsyncIterator[b
 def _frame(message: Message) -> tuple[bytes, bool]:
     """One message as SSE bytes (empty if it carries no event), and whether it ends the stream."""
     headers = message.headers
-    if headers.get(":message-type", "event") == "event":
+    kind = message.message_type
+    if kind == "event":
         if headers.get(":event-type") != "chunk":
             return b"", False
         return _event(message.payload), False
-    if headers[":message-type"] == "exception":
+    if kind == "exception":
         exception = str(headers.get(":exception-type", ""))
         try:
             text = json.loads(message.payload).get("message", "")
