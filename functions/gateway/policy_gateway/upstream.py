@@ -176,12 +176,12 @@ class UpstreamClient:
         status, body = self._provider.status_error(response.status_code, response.headers, body)
         metrics.count(names.METRIC_UPSTREAM_5XX if status >= 500 else names.METRIC_UPSTREAM_4XX)
         span.annotate(names.ANNOTATION_UPSTREAM_STATUS, status)
-        _request_id(response, self._provider, span)
         return UpstreamStatusError(
             status,
             body,
             self._provider.downstream(response.headers),
             span,
+            _request_id(response, self._provider, span),
         )
 
 

@@ -27,12 +27,16 @@ class UpstreamStatusError(Exception):
         body: bytes,
         headers: list[tuple[bytes, bytes]],
         span: tracing.Span,
+        request_id: str | None,
     ) -> None:
         super().__init__(f"upstream status {status}")
         self.status = status
         self.body = body
         self.headers = headers
         self.span = span
+        self.request_id = request_id
+        """The upstream's id for the request: what support asks for (Anthropic's
+        `request-id`, Bedrock's `x-amzn-requestid`)."""
 
     def tell_client_not_to_retry(self) -> None:
         """The gateway already retried: an SDK retrying too would multiply the load
@@ -71,15 +75,6 @@ class UpstreamStatusError(Exception):
         error = payload.get("error") if isinstance(payload, dict) else None
         kind = error.get("type") if isinstance(error, dict) else None
         return kind[:100] if isinstance(kind, str) else "<not an API error body>"
-
-    @property
-    def request_id(self) -> str | None:
-        """The upstream's `request-id` header: what Anthropic support asks for (a Bedrock
-        provider adds it from `x-amzn-requestid`)."""
-        for key, value in self.headers:
-            if key == b"request-id":
-                return value.decode("latin-1")[:100]
-        return None
 
 
 class UpstreamUnavailable(Exception):
