@@ -48,17 +48,11 @@ def _config() -> Any:
 
 
 @cache
-def _ssm() -> Any:
+def _client(service: str) -> Any:
     import boto3
 
-    return boto3.client("ssm", region_name=os.environ.get("AWS_REGION") or None, config=_config())
-
-
-@cache
-def _sns() -> Any:
-    import boto3
-
-    return boto3.client("sns", region_name=os.environ.get("AWS_REGION") or None, config=_config())
+    region = os.environ.get("AWS_REGION") or None
+    return boto3.client(service, region_name=region, config=_config())  # type: ignore[call-overload]
 
 
 def _flag_parameter() -> str:
@@ -71,7 +65,9 @@ def _notify(subject: str, details: dict[str, Any]) -> bool:
         logger.warning("no ALERT_TOPIC_ARN set; nobody was notified")
         return False
     try:
-        _sns().publish(TopicArn=topic, Subject=subject[:100], Message=json.dumps(details, indent=2))
+        _client("sns").publish(
+            TopicArn=topic, Subject=subject[:100], Message=json.dumps(details, indent=2)
+        )
     except Exception:
         # The flag is already off, which is what matters; a retry of this
         # invocation would find it off and notify no one, so say it here.
@@ -95,7 +91,7 @@ def handler(event: CloudWatchAlarmEvent, context: LambdaContext) -> dict[str, An
     if state != "ALARM":
         logger.info("alarm is not in ALARM; nothing to do", extra=seen)
         return {**seen, "action": ACTION_NONE}
-    ssm = _ssm()
+    ssm = _client("ssm")
     current = str(ssm.get_parameter(Name=parameter)["Parameter"]["Value"])
     if current.strip().lower() != "true":
         logger.info("fallback flag is not on; nothing to do", extra=seen)

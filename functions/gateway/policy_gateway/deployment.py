@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from . import names, settings
+from . import settings
 
 # Logical ids in template.yaml that the operator commands look up.
 FUNCTION_LOGICAL_ID = "GatewayFunction"
@@ -128,11 +128,11 @@ class Deployment:
     @property
     def service_name(self) -> str:
         """The service dimension the function emits (the code's default when unset)."""
-        return self.environment.get(settings.ENV_SERVICE_NAME) or names.SERVICE_NAME
+        return settings.service_name(self.environment)
 
     @property
     def metrics_namespace(self) -> str:
-        return self.environment.get(settings.ENV_METRICS_NAMESPACE) or names.METRICS_NAMESPACE
+        return settings.metrics_namespace(self.environment)
 
     @property
     def alarm_names(self) -> list[str]:

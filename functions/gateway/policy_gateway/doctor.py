@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 from . import doctor_runtime, doctor_values
 from .checkup import Checkup, Problem, Result, aws_error
-from .deployment import Deployment
+from .deployment import Deployment, StackNotFound
 
 CHECKS: tuple[tuple[str, Callable[[Checkup], str]], ...] = (
     ("stack", doctor_runtime.stack),
@@ -43,8 +43,6 @@ def run(checkup: Checkup) -> Iterator[Result]:
 
 
 def main(stack_name: str, region: str | None, url: str | None) -> int:
-    from .deployment import StackNotFound
-
     checkup = Checkup(Deployment(stack_name, region), url)
     results: list[Result] = []
     try:

@@ -36,7 +36,6 @@ class PolicySource:
         reader: Callable[[str], str] = read_ssm_parameter,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._inline = inline
         self._parameter = parameter
         self._reader = reader
         self._static: PolicyChain | None = None

@@ -1,9 +1,8 @@
 """The gateway's configuration: every environment variable it reads, read here and only here.
 
-template.yaml, the dashboard, the alarm and the operators' runbooks use these
-names; tests assert that the template agrees with them. A local run and a
-deployed function therefore emit the same metric identity without the template
-having to set anything.
+template.yaml's function environment and the operators' runbooks use these
+names, and tests assert that the template agrees with them. The metric identity
+and the span keys are in names.py.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ ENV_ALLOW_FILES_API = "ALLOW_FILES_API"
 ENV_GATEWAY_PUBLIC_URL = "GATEWAY_PUBLIC_URL"
 # Set by Lambda itself; the adapter's context headers are trusted only then.
 ENV_LAMBDA_TASK_ROOT = "LAMBDA_TASK_ROOT"
-# Tracing (tracing.py). The OTEL_* names are OpenTelemetry's standard ones; the
+# Tracing (tracing.py, tracer_provider.py). The OTEL_* names are OpenTelemetry's standard ones; the
 # SDK itself also reads OTEL_TRACES_SAMPLER(_ARG), OTEL_RESOURCE_ATTRIBUTES,
 # OTEL_EXPORTER_OTLP_HEADERS and the other OTLP exporter settings.
 ENV_XRAY_DAEMON_ADDRESS = "AWS_XRAY_DAEMON_ADDRESS"
@@ -213,7 +212,7 @@ class Settings:
             upstream_provider=(env.get(ENV_UPSTREAM_PROVIDER) or DEFAULT_UPSTREAM_PROVIDER)
             .strip()
             .lower(),
-            bedrock_region=env.get(ENV_BEDROCK_REGION) or env.get(ENV_AWS_REGION) or None,
+            bedrock_region=env.get(ENV_BEDROCK_REGION) or aws_region(env),
             bedrock_model_map=env.get(ENV_BEDROCK_MODEL_MAP) or None,
             bedrock_endpoint_url=env.get(ENV_BEDROCK_ENDPOINT_URL) or None,
         )
@@ -231,7 +230,7 @@ def service_name(env: Mapping[str, str] | None = None) -> str:
 
 @dataclass(frozen=True)
 class TracingSettings:
-    """Where spans go (tracing.py), read once when tracing is first set up.
+    """Where spans go (tracer_provider.py), read once when tracing is first set up.
 
     On in Lambda (spans to its X-Ray endpoint over UDP), or elsewhere once an
     OTLP endpoint is named (the OTLP/HTTP exporter reads the rest of its

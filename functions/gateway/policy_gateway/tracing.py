@@ -2,9 +2,10 @@
 
 The gateway needs four things from tracing: `call` (a call's trace context,
 held for the call's duration), `start_span` (one span per upstream attempt),
-`Span.annotate` (a searchable X-Ray annotation) and `Span.end`. Nothing else
-imports OpenTelemetry, and this module imports it only once tracing is on: with
-it off, a call costs a context-variable lookup and no import.
+`Span.annotate` (a searchable X-Ray annotation) and `Span.end`. Outside this
+module only tracer_provider.py and xray_udp.py import OpenTelemetry, and they
+are loaded only from here, once tracing is on: with it off, a call costs a
+context-variable lookup and no import.
 
 Where spans go
 - In Lambda (LAMBDA_TASK_ROOT set): to the X-Ray endpoint Lambda runs beside a
