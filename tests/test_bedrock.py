@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
 
 import anthropic
 import httpx2
@@ -203,6 +204,75 @@ def test_bedrock_model_ids_pass_as_is_and_unknown_names_are_refused(
     assert error_of(refused.content)["type"] == "not_found_error"
     assert settings.ENV_BEDROCK_MODEL_MAP in error_of(refused.content)["message"]
     assert len(bedrock.requests) == 1
+
+
+BEDROCK_FORMS = [
+    "anthropic.claude-3-5-haiku-20241022-v1:0",
+    "anthropic.claude-3-sonnet-20240229-v1:0:28k",
+    "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    "arn:aws:bedrock:us-west-2::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0",
+    "arn:aws:bedrock:us-west-2:123456789012:inference-profile/us.anthropic.claude-3-5-haiku-v1:0",
+    "arn:aws-us-gov:bedrock:us-gov-west-1:123456789012:provisioned-model/a1b2c3d4e5f6",
+    "arn:aws:bedrock:us-west-2:123456789012:custom-model/anthropic.claude-v2:1:100k/a1b2c3d4e5f6",
+]
+# Dot segments (an HTTP client resolves them: `/model/../invoke` is sent as
+# `/invoke`), empty parts, slashes outside an ARN's resource, other characters.
+NOT_BEDROCK = [
+    "..",
+    ".",
+    "...",
+    "./anthropic.claude-v2",
+    "anthropic.claude-v2/..",
+    "anthropic..claude-v2",
+    "anthropic.claude-v2.",
+    ".anthropic.claude-v2",
+    "anthropic.claude-v2/../../x",
+    "us.anthropic.claude-v2:",
+    "arn:aws:bedrock:us-west-2:123456789012:inference-profile/..",
+    "arn:aws:bedrock:us-west-2:123456789012:inference-profile/us.anthropic.x/../..",
+    "arn:aws:bedrock:us-west-2:123456789012:inference-profile/",
+    "arn:aws:s3:::bucket/anthropic.claude-v2",
+    "anthropic.claude v2",
+    "anthropic.claude-v2?x=1",
+    "anthropic.claude-v2%2F..",
+    pytest.param("a" * 2049 + ".b", id="longer-than-bedrock-allows"),
+]
+
+
+@pytest.mark.parametrize("model", BEDROCK_FORMS)
+def test_every_bedrock_identifier_form_is_sent_as_one_path_segment(
+    bedrock_gateway: Factory, bedrock: FakeBedrock, model: str
+) -> None:
+    url = bedrock_gateway()
+    assert raw(url, request_body() | {"model": model}).status_code == 200
+    (sent,) = bedrock.requests
+    assert sent.model_id == model
+    assert sent.path == f"/model/{quote(model, safe='')}/invoke"
+
+
+@pytest.mark.parametrize("model", NOT_BEDROCK)
+def test_a_model_that_is_no_bedrock_identifier_is_refused_before_anything_is_signed(
+    bedrock_gateway: Factory, bedrock: FakeBedrock, model: str
+) -> None:
+    url = bedrock_gateway()
+    for route, streaming in (("/v1/messages", False), ("/v1/messages", True), (COUNT, False)):
+        refused = raw(url, request_body(stream=streaming) | {"model": model}, route)
+        assert refused.status_code == 400, (route, streaming)
+        error = error_of(refused.content)
+        assert error["type"] == "invalid_request_error"
+        assert "Bedrock model ID" in error["message"]
+    assert bedrock.requests == []
+
+
+def test_a_model_map_naming_no_bedrock_identifier_fails_the_start() -> None:
+    for target in ("..", ".", "anthropic.claude-v2/.."):
+        config = settings.Settings(
+            upstream_provider="bedrock",
+            bedrock_region="us-west-2",
+            bedrock_model_map=json.dumps({MODEL: target}),
+        )
+        with pytest.raises(ValueError, match=settings.ENV_BEDROCK_MODEL_MAP):
+            provider.provider_for(config)
 
 
 def test_gateway_key_mode_needs_no_anthropic_key_and_never_forwards_the_gateway_key(
