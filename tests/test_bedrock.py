@@ -10,12 +10,14 @@ Anthropic upstream: the same clients, policies and fallback must work.
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
+from zlib import crc32
 
 import anthropic
 import httpx2
@@ -440,6 +442,20 @@ def test_corrupt_first_frame_is_an_error_response_not_a_stream(
     stream_frames = frames(text_events(["a"]))
     stream_frames[0] = corrupt(stream_frames[0])
     bedrock.script(BedrockReply(stream=stream_frames))
+    response = raw(url, request_body(stream=True))
+    assert response.status_code == 502
+    assert error_of(response.content)["type"] == "api_error"
+
+
+def test_a_frame_announcing_more_than_the_limit_is_a_corrupt_frame_at_once(
+    bedrock_gateway: Factory, bedrock: FakeBedrock
+) -> None:
+    # A valid prelude announcing a 1 GB message, and nothing after it: the
+    # gateway answers on the prelude, without waiting for (or holding) the rest.
+    head = struct.pack(">II", 1 << 30, 0)
+    prelude = head + struct.pack(">I", crc32(head))
+    url = bedrock_gateway()
+    bedrock.script(BedrockReply(stream=[prelude]))
     response = raw(url, request_body(stream=True))
     assert response.status_code == 502
     assert error_of(response.content)["type"] == "api_error"
