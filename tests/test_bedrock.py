@@ -10,11 +10,14 @@ Anthropic upstream: the same clients, policies and fallback must work.
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
+from zlib import crc32
 
 import anthropic
 import httpx2
@@ -205,6 +208,75 @@ def test_bedrock_model_ids_pass_as_is_and_unknown_names_are_refused(
     assert len(bedrock.requests) == 1
 
 
+BEDROCK_FORMS = [
+    "anthropic.claude-3-5-haiku-20241022-v1:0",
+    "anthropic.claude-3-sonnet-20240229-v1:0:28k",
+    "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    "arn:aws:bedrock:us-west-2::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0",
+    "arn:aws:bedrock:us-west-2:123456789012:inference-profile/us.anthropic.claude-3-5-haiku-v1:0",
+    "arn:aws-us-gov:bedrock:us-gov-west-1:123456789012:provisioned-model/a1b2c3d4e5f6",
+    "arn:aws:bedrock:us-west-2:123456789012:custom-model/anthropic.claude-v2:1:100k/a1b2c3d4e5f6",
+]
+# Dot segments (an HTTP client resolves them: `/model/../invoke` is sent as
+# `/invoke`), empty parts, slashes outside an ARN's resource, other characters.
+NOT_BEDROCK = [
+    "..",
+    ".",
+    "...",
+    "./anthropic.claude-v2",
+    "anthropic.claude-v2/..",
+    "anthropic..claude-v2",
+    "anthropic.claude-v2.",
+    ".anthropic.claude-v2",
+    "anthropic.claude-v2/../../x",
+    "us.anthropic.claude-v2:",
+    "arn:aws:bedrock:us-west-2:123456789012:inference-profile/..",
+    "arn:aws:bedrock:us-west-2:123456789012:inference-profile/us.anthropic.x/../..",
+    "arn:aws:bedrock:us-west-2:123456789012:inference-profile/",
+    "arn:aws:s3:::bucket/anthropic.claude-v2",
+    "anthropic.claude v2",
+    "anthropic.claude-v2?x=1",
+    "anthropic.claude-v2%2F..",
+    pytest.param("a" * 2049 + ".b", id="longer-than-bedrock-allows"),
+]
+
+
+@pytest.mark.parametrize("model", BEDROCK_FORMS)
+def test_every_bedrock_identifier_form_is_sent_as_one_path_segment(
+    bedrock_gateway: Factory, bedrock: FakeBedrock, model: str
+) -> None:
+    url = bedrock_gateway()
+    assert raw(url, request_body() | {"model": model}).status_code == 200
+    (sent,) = bedrock.requests
+    assert sent.model_id == model
+    assert sent.path == f"/model/{quote(model, safe='')}/invoke"
+
+
+@pytest.mark.parametrize("model", NOT_BEDROCK)
+def test_a_model_that_is_no_bedrock_identifier_is_refused_before_anything_is_signed(
+    bedrock_gateway: Factory, bedrock: FakeBedrock, model: str
+) -> None:
+    url = bedrock_gateway()
+    for route, streaming in (("/v1/messages", False), ("/v1/messages", True), (COUNT, False)):
+        refused = raw(url, request_body(stream=streaming) | {"model": model}, route)
+        assert refused.status_code == 400, (route, streaming)
+        error = error_of(refused.content)
+        assert error["type"] == "invalid_request_error"
+        assert "Bedrock model ID" in error["message"]
+    assert bedrock.requests == []
+
+
+def test_a_model_map_naming_no_bedrock_identifier_fails_the_start() -> None:
+    for target in ("..", ".", "anthropic.claude-v2/.."):
+        config = settings.Settings(
+            upstream_provider="bedrock",
+            bedrock_region="us-west-2",
+            bedrock_model_map=json.dumps({MODEL: target}),
+        )
+        with pytest.raises(ValueError, match=settings.ENV_BEDROCK_MODEL_MAP):
+            provider.provider_for(config)
+
+
 def test_gateway_key_mode_needs_no_anthropic_key_and_never_forwards_the_gateway_key(
     bedrock_gateway: Factory, bedrock: FakeBedrock
 ) -> None:
@@ -370,6 +442,20 @@ def test_corrupt_first_frame_is_an_error_response_not_a_stream(
     stream_frames = frames(text_events(["a"]))
     stream_frames[0] = corrupt(stream_frames[0])
     bedrock.script(BedrockReply(stream=stream_frames))
+    response = raw(url, request_body(stream=True))
+    assert response.status_code == 502
+    assert error_of(response.content)["type"] == "api_error"
+
+
+def test_a_frame_announcing_more_than_the_limit_is_a_corrupt_frame_at_once(
+    bedrock_gateway: Factory, bedrock: FakeBedrock
+) -> None:
+    # A valid prelude announcing a 1 GB message, and nothing after it: the
+    # gateway answers on the prelude, without waiting for (or holding) the rest.
+    head = struct.pack(">II", 1 << 30, 0)
+    prelude = head + struct.pack(">I", crc32(head))
+    url = bedrock_gateway()
+    bedrock.script(BedrockReply(stream=[prelude]))
     response = raw(url, request_body(stream=True))
     assert response.status_code == 502
     assert error_of(response.content)["type"] == "api_error"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import time
 import uuid
 from typing import Any
 from zlib import crc32
@@ -17,6 +18,7 @@ from botocore.eventstream import EventStreamBuffer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from policy_gateway.eventstream import (
+    MAX_HEADERS_LENGTH,
     MAX_PAYLOAD_LENGTH,
     EventStreamDecoder,
     EventStreamError,
@@ -102,6 +104,58 @@ def test_lengths_beyond_the_limits_are_refused_without_buffering() -> None:
     prelude = head + struct.pack(">I", crc32(head))
     with pytest.raises(EventStreamError, match="invalid prelude lengths"):
         EventStreamDecoder().feed(prelude)
+
+
+@pytest.mark.parametrize(
+    ("total", "headers_length"),
+    [
+        (12 + MAX_PAYLOAD_LENGTH + 4 + 1, 0),
+        (12 + MAX_HEADERS_LENGTH + 1 + 4, MAX_HEADERS_LENGTH + 1),
+        (12 + 100 + 4 - 1, 100),
+    ],
+    ids=["payload-too-long", "headers-too-long", "headers-past-the-total"],
+)
+def test_an_impossible_prelude_fails_as_soon_as_its_twelve_bytes_are_in(
+    total: int, headers_length: int
+) -> None:
+    # Trickled a byte at a time: the decoder refuses on the prelude itself,
+    # before it would hold (or wait for) any of the announced message.
+    head = struct.pack(">II", total, headers_length)
+    prelude = head + struct.pack(">I", crc32(head))
+    decoder = EventStreamDecoder()
+    for byte in prelude[:-1]:
+        assert decoder.feed(bytes([byte])) == []
+    with pytest.raises(EventStreamError, match="invalid prelude lengths"):
+        decoder.feed(prelude[-1:])
+    decoder.finish()  # the error dropped what was held
+
+
+def test_a_large_message_trickled_in_costs_time_linear_in_its_size() -> None:
+    # 12 MB in 2 KB chunks: copying everything held on each chunk (the old
+    # decoder) moves ~37 GB and takes seconds; buffering in place is linear.
+    payload = bytes(range(256)) * (12 * 1024 * 1024 // 256)
+    frame = encode_message(HEADERS, payload)
+    chunks = [frame[i : i + 2048] for i in range(0, len(frame), 2048)]
+    decoder = EventStreamDecoder()
+    started = time.process_time()
+    decoded = [message for chunk in chunks for message in decoder.feed(chunk)]
+    spent = time.process_time() - started
+    decoder.finish()
+    assert [m.payload == payload for m in decoded] == [True]
+    assert spent < 1.0, f"{spent:.2f} s of CPU for one trickled 12 MB message"
+
+
+def test_messages_after_a_held_one_still_decode_in_the_same_chunk() -> None:
+    # A chunk that ends the held message and carries more: the held buffer
+    # is trimmed by what was decoded, the rest kept for the next chunk.
+    decoder = EventStreamDecoder()
+    big = MESSAGES[3]
+    assert decoder.feed(big[:1000]) == []
+    got = decoder.feed(big[1000:] + MESSAGES[0] + MESSAGES[1][:20])
+    assert [m.payload for m in got] == [b"x" * 70_000, b'{"bytes":"eyJ0eXBlIjoicGluZyJ9"}']
+    (last,) = decoder.feed(MESSAGES[1][20:])
+    assert last.payload == b""
+    decoder.finish()
 
 
 def test_a_stream_cut_inside_a_message_is_an_error_at_the_end() -> None:

@@ -9,8 +9,12 @@ Both decode the OTLP protobuf, as the backends do.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
+import sys
 import time
+import tomllib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,7 +31,7 @@ from starlette.routing import Route
 from .support.client import HEADERS, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message, text_events
 from .support.sdk import REPLACE, ask_text, sdk
-from .support.servers import ROOT, ThreadedServer, gateway_process, serving
+from .support.servers import ROOT, ThreadedServer, free_port, gateway_process, serving
 from .support.traces import (
     SPAN_KIND_INTERNAL,
     SPAN_KIND_SERVER,
@@ -310,6 +314,113 @@ def test_otlp_endpoint_receives_a_call_span_with_the_attempts_under_it(
     assert {headers["content-type"] for _, headers, _ in receiver.requests} == {
         "application/x-protobuf"
     }
+
+
+def test_call_spans_are_named_by_method_and_route_template_never_by_path(
+    upstream: FakeUpstream, upstream_url: str, otlp: tuple[OTLPReceiver, str]
+) -> None:
+    receiver, endpoint = otlp
+    env = otlp_env(upstream_url, **{settings.ENV_OTLP_ENDPOINT: endpoint})
+    calls = [
+        ("GET", "/v1/models/claude-sonnet-4-5", "/v1/models/{model_id}"),
+        ("DELETE", "/v1/messages/batches/msgbatch_0123", "/v1/messages/batches/{message_batch_id}"),
+        ("POST", "/v1/messages", "/v1/messages"),
+    ]
+    with gateway_process(env) as (url, _):
+        for method, path, _ in calls:
+            body = request_body() if method == "POST" else None
+            httpx2.request(method, f"{url}{path}", json=body, headers=HEADERS, timeout=30)
+        spans = receiver.spans(expect=2 * len(calls))
+    servers = [span for span in spans if span.kind == SPAN_KIND_SERVER]
+    assert sorted(
+        (span.name, span.attributes["http.request.method"], span.attributes["http.route"])
+        for span in servers
+    ) == sorted((f"{method} {route}", method, route) for method, _, route in calls)
+
+
+# Imported by the interpreter at start-up from a test-only PYTHONPATH entry: the
+# OTLP/HTTP exporter then fails to import exactly as when it is not installed.
+_NO_OTLP_EXPORTER = """
+import sys
+
+class NoOtlpHttpExporter:
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("opentelemetry.exporter.otlp.proto.http"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoOtlpHttpExporter())
+"""
+
+
+def without_the_otlp_exporter(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    (tmp_path / "sitecustomize.py").write_text(_NO_OTLP_EXPORTER)
+    return {**os.environ, **env, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+
+
+def test_serve_without_the_otlp_exporter_refuses_to_start_with_one_line(
+    tmp_path: Path, upstream_url: str
+) -> None:
+    env = otlp_env(upstream_url, **{settings.ENV_OTLP_ENDPOINT: "http://127.0.0.1:9"})
+    command = [sys.executable, "-m", "policy_gateway", "serve", "--port", str(free_port())]
+    result = subprocess.run(
+        command,
+        env=without_the_otlp_exporter(tmp_path, env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("policy-gateway serve: ")
+    assert settings.ENV_OTLP_ENDPOINT in line
+    assert f"pip install 'policy-gateway[{settings.OTLP_EXTRA}]'" in line
+
+
+@pytest.mark.parametrize(
+    ("where", "outcome"),
+    [
+        ({settings.ENV_OTLP_ENDPOINT: "http://127.0.0.1:9"}, "ExporterMissing"),
+        # Lambda sends over UDP: the exporter is not needed, and not asked for.
+        (
+            {settings.ENV_OTLP_ENDPOINT: "http://127.0.0.1:9", settings.ENV_LAMBDA_TASK_ROOT: "/"},
+            "created",
+        ),
+        ({settings.ENV_OTLP_ENDPOINT: ""}, "created"),
+    ],
+    ids=["otlp", "in-lambda", "tracing-off"],
+)
+def test_the_app_is_not_created_when_its_spans_could_not_be_sent(
+    tmp_path: Path, upstream_url: str, where: dict[str, str], outcome: str
+) -> None:
+    code = (
+        "from policy_gateway import app, tracing\n"
+        "try:\n"
+        "    app.create_app()\n"
+        "except tracing.ExporterMissing:\n"
+        "    print('ExporterMissing')\n"
+        "else:\n"
+        "    print('created')\n"
+    )
+    env = otlp_env(upstream_url, **where)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=without_the_otlp_exporter(tmp_path, env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.strip() == outcome
+
+
+def test_the_otlp_extra_installs_the_exporter_the_check_imports() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    (requirement,) = extras[settings.OTLP_EXTRA]
+    assert requirement.startswith("opentelemetry-exporter-otlp-proto-http")
+    assert settings.OTLP_EXPORTER_MODULE.startswith("opentelemetry.exporter.otlp.proto.http.")
 
 
 def test_without_an_otlp_endpoint_nothing_is_sent(

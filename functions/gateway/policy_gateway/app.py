@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from . import settings, surface
+from . import settings, surface, tracing
 from .errors import error_body
 from .settings import Settings
 
@@ -63,7 +63,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 
 def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
-    from . import budget, tracing
+    from . import budget
     from .auth import authenticator
     from .endpoint import Gateway
     from .fallback import Fallback
@@ -166,7 +166,11 @@ class GatewayRoute:
 
 
 def create_app(config: Settings | None = None, clock: Callable[[], float] = time.time) -> Starlette:
-    """The app; `clock` (wall-clock seconds) decides the fallback budget's window."""
+    """The app; `clock` (wall-clock seconds) decides the fallback budget's window.
+
+    Raises tracing.ExporterMissing rather than serve a gateway whose build must fail.
+    """
+    tracing.check_exporter()
     config = config or Settings.from_env()
     gateway = _DeferredGateway(config, clock)
 

@@ -55,14 +55,39 @@ SSE_CONTENT_TYPE = b"text/event-stream; charset=utf-8"
 _PROFILE = re.compile(r"^(?:arn:[^/]+:inference-profile/)?[a-z]+(?:-[a-z]+)*\.(anthropic\..+)$")
 
 
-def is_bedrock_model_id(model: str) -> bool:
-    """Whether `model` is already a Bedrock model, inference profile or ARN.
+# Bedrock's model identifiers, and only those: a model ID (`anthropic.claude-...-v1:0`),
+# an inference-profile ID (`us.anthropic...`), or a Bedrock ARN of a model, profile or
+# provisioned throughput. Every part starts with a letter or digit, so no `.`, `..` or
+# empty segment (which an HTTP client would resolve, sending the signed request to
+# `/model/invoke` or `/invoke`) and no `/` outside an ARN's resource can get through.
+# Bedrock's own API pattern is looser (it admits `[a-zA-Z0-9-:.]+`, `..` included).
+_PART = r"[A-Za-z0-9][A-Za-z0-9_-]*"
+_DOTTED = rf"{_PART}(?:[.:]{_PART})*"
+_RESOURCE_TYPES = (
+    "foundation-model",
+    "inference-profile",
+    "application-inference-profile",
+    "provisioned-model",
+    "custom-model",
+    "custom-model-deployment",
+    "imported-model",
+    "prompt-router",
+    "default-prompt-router",
+)
+_MODEL_ID = re.compile(
+    rf"(?:{_PART}\.{_DOTTED}"
+    rf"|arn:aws(?:-[a-z]+)*:bedrock:[a-z0-9-]{{0,20}}:(?:[0-9]{{12}})?:"
+    rf"(?:{'|'.join(_RESOURCE_TYPES)})/{_DOTTED}(?:/{_DOTTED})?)"
+)
+# Bedrock's limit on a model identifier's length.
+_MAX_MODEL_ID_LENGTH = 2048
+# A Messages API model name (`claude-sonnet-4-6`): never a dot, a colon or a slash.
+_MODEL_NAME = re.compile(_PART)
 
-    Messages API names (`claude-sonnet-4-6`) never contain a dot; Bedrock IDs
-    (`anthropic.claude-...`, `us.anthropic.claude-...`) and ARNs always do, or
-    start with `arn:`.
-    """
-    return model.startswith("arn:") or "." in model
+
+def is_bedrock_model_id(model: str) -> bool:
+    """Whether `model` has the form of a Bedrock model ID, inference-profile ID or ARN."""
+    return len(model) <= _MAX_MODEL_ID_LENGTH and _MODEL_ID.fullmatch(model) is not None
 
 
 def parse_model_map(text: str | None) -> dict[str, str]:
@@ -73,11 +98,12 @@ def parse_model_map(text: str | None) -> dict[str, str]:
     except ValueError:
         raise ValueError(f"{settings.ENV_BEDROCK_MODEL_MAP} is not JSON") from None
     if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and v for k, v in value.items()
+        isinstance(k, str) and isinstance(v, str) and is_bedrock_model_id(v)
+        for k, v in value.items()
     ):
         raise ValueError(
             f"{settings.ENV_BEDROCK_MODEL_MAP} must be a JSON object of model name → "
-            "Bedrock model or inference-profile ID"
+            "Bedrock model or inference-profile ID (or ARN)"
         )
     return value
 
@@ -113,6 +139,7 @@ class BedrockProvider:
     # ----------------------------------------------------------------- requests
 
     def model_id(self, model: object) -> str:
+        """The Bedrock model a request names, refused before anything is signed or sent."""
         if not isinstance(model, str) or not model:
             raise GatewayError(400, "model: a model name is required.")
         mapped = self.models.get(model)
@@ -120,11 +147,17 @@ class BedrockProvider:
             return mapped
         if is_bedrock_model_id(model):
             return model
+        if _MODEL_NAME.fullmatch(model):
+            raise GatewayError(
+                404,
+                f"model: {model!r} is not in {settings.ENV_BEDROCK_MODEL_MAP} and is not a "
+                "Bedrock model ID.",
+                "not_found_error",
+            )
         raise GatewayError(
-            404,
-            f"model: {model!r} is not in {settings.ENV_BEDROCK_MODEL_MAP} and is not a "
-            "Bedrock model ID.",
-            "not_found_error",
+            400,
+            f"model: {model[:100]!r} is neither a model name nor a Bedrock model ID, "
+            "inference-profile ID or ARN.",
         )
 
     def outbound(

@@ -120,8 +120,14 @@ def _budget_line(config: settings.Settings) -> str:
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from . import tracing
     from .app import create_app
 
+    try:
+        tracing.check_exporter()
+    except tracing.ExporterMissing as exc:
+        say(f"policy-gateway serve: {exc}")
+        return 1
     if args.simulate_upstream:
         if os.environ.get(settings.ENV_UPSTREAM_BASE_URL):
             say(f"{settings.ENV_UPSTREAM_BASE_URL} is set; not starting the upstream simulator")

@@ -100,7 +100,7 @@ class GatewayEndpoint:
             deadline=self._deadline(invocation),
         )
         with (
-            tracing.call(header, scope["path"]) as trace,
+            tracing.call(header, scope["method"], scope["path"], _route(scope)) as trace,
             call_context(
                 call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
             ),
@@ -180,6 +180,13 @@ class GatewayEndpoint:
         if budget.cancelled_caught:
             raise GatewayError(*DEADLINE_ERROR)
         return upstream, body
+
+
+def _route(scope: Scope) -> str | None:
+    """The path template of the route the call matched (Starlette's router records it)."""
+    route = scope.get("route")
+    template = getattr(route, "path", None)
+    return template if isinstance(template, str) else None
 
 
 def upstream_path(call: Call) -> str:

@@ -62,7 +62,11 @@ class EventStreamDecoder:
     """Turns bytes, chunked in any way, into verified Messages."""
 
     def __init__(self) -> None:
-        self._pending = b""
+        # The bytes of a message not yet complete. A chunk is appended in
+        # place (amortized O(len(chunk))) and a decoded message dropped from
+        # the front in O(1): a large message trickled in costs time linear in
+        # its size, never one copy of everything so far per chunk.
+        self._pending = bytearray()
         # A stream repeats the same few header blocks (`chunk` event, JSON):
         # each distinct block is parsed once.
         self._known_headers: dict[bytes, dict[str, str | bytes | bool]] = {}
@@ -73,8 +77,27 @@ class EventStreamDecoder:
         The error carries the intact messages before it (`decoded`), so a
         caller relays them before reporting the failure.
         """
-        data = self._pending + chunk if self._pending else chunk
-        view = memoryview(data)
+        pending = self._pending
+        if pending:
+            pending += chunk
+            data: bytes | bytearray = pending
+        else:
+            # Nothing held: the chunk is read in place, and only its
+            # incomplete tail is kept.
+            data = chunk
+        try:
+            with memoryview(data) as view:
+                messages, offset = self._decode(data, view)
+        except EventStreamError:
+            self._pending = bytearray()
+            raise
+        if data is pending:
+            del pending[:offset]
+        elif offset < len(data):
+            pending += memoryview(data)[offset:]
+        return messages
+
+    def _decode(self, data: bytes | bytearray, view: memoryview) -> tuple[list[Message], int]:
         size = len(data)
         offset = 0
         messages: list[Message] = []
@@ -84,6 +107,8 @@ class EventStreamDecoder:
                 if crc32(view[offset : offset + 8]) != prelude_crc:
                     raise EventStreamError("prelude checksum mismatch")
                 payload_length = total - headers_length - PRELUDE_LENGTH - 4
+                # Checked as soon as the prelude is in, before a byte of the
+                # message is held: a length past the limits is a corrupt stream.
                 if headers_length > MAX_HEADERS_LENGTH or not (
                     0 <= payload_length <= MAX_PAYLOAD_LENGTH
                 ):
@@ -94,28 +119,24 @@ class EventStreamDecoder:
                 if crc32(view[offset + 8 : end], prelude_crc) != _UINT32.unpack_from(data, end)[0]:
                     raise EventStreamError("message checksum mismatch")
                 headers_end = offset + PRELUDE_LENGTH + headers_length
-                raw_headers = data[offset + PRELUDE_LENGTH : headers_end]
+                raw_headers = bytes(view[offset + PRELUDE_LENGTH : headers_end])
                 headers = self._known_headers.get(raw_headers)
                 if headers is None:
                     headers = _parse_headers(raw_headers)
                     if len(self._known_headers) < _KNOWN_HEADERS:
                         self._known_headers[raw_headers] = headers
-                messages.append(Message(headers, data[headers_end:end]))
+                messages.append(Message(headers, bytes(view[headers_end:end])))
                 offset += total
         except EventStreamError as exc:
             exc.decoded = messages
-            self._pending = b""
             raise
-        finally:
-            view.release()
-        self._pending = data[offset:] if offset < size else b""
-        return messages
+        return messages, offset
 
     def finish(self) -> None:
         """The stream ended: bytes of an incomplete message left over mean it was cut short."""
         if self._pending:
             left = len(self._pending)
-            self._pending = b""
+            self._pending = bytearray()
             raise EventStreamError(f"stream ended inside a message ({left} bytes left over)")
 
 

@@ -17,10 +17,11 @@ Where spans go
   the X-Ray SDK. Without the header nothing is traced.
 - Elsewhere (`serve` in a container or on a laptop): only when
   OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set,
-  over OTLP/HTTP from a background thread, to any OpenTelemetry backend. Each
-  call then has a server span of its own, parented by an incoming
-  `x-amzn-trace-id` or W3C `traceparent` when there is one, with the attempts
-  under it.
+  over OTLP/HTTP from a background thread, to any OpenTelemetry backend, with
+  the exporter of the `otlp` extra (`check_exporter`: no start without it).
+  Each call then has a server span of its own, named by its method and route
+  template, parented by an incoming `x-amzn-trace-id` or W3C `traceparent`
+  when there is one, with the attempts under it.
 - OTEL_SDK_DISABLED=true, or POWERTOOLS_TRACE_DISABLED=true (the switch of the
   Powertools Tracer this replaced), turns tracing off everywhere.
 
@@ -51,6 +52,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
+from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
 
 from . import settings
@@ -132,6 +134,30 @@ class CallTrace:
     status: int = 0
 
 
+class ExporterMissing(Exception):
+    """Spans are to go over OTLP/HTTP, and its exporter cannot be imported."""
+
+
+def check_exporter() -> None:
+    """ExporterMissing when tracing outside Lambda is on and the OTLP/HTTP exporter is absent.
+
+    Checked before the server opens its port: found only when the gateway is
+    built, the gateway would never be ready and every call would fail.
+    """
+    config = settings.TracingSettings.from_env()
+    if not config.enabled or config.in_lambda:
+        return
+    try:
+        import_module(settings.OTLP_EXPORTER_MODULE)
+    except ImportError as exc:
+        raise ExporterMissing(
+            f"{settings.ENV_OTLP_ENDPOINT} (or {settings.ENV_OTLP_TRACES_ENDPOINT}) turns "
+            "tracing on, but the OTLP/HTTP exporter "
+            f"cannot be imported ({exc.name or exc}): install it with "
+            f"pip install 'policy-gateway[{settings.OTLP_EXTRA}]', or unset the endpoint"
+        ) from None
+
+
 def setup() -> None:
     """Import OpenTelemetry and build the exporter now, off the event loop, if tracing is on.
 
@@ -142,14 +168,17 @@ def setup() -> None:
 
 
 @contextmanager
-def call(header: Header, path: str) -> Iterator[CallTrace]:
-    """Hold the call's trace context for the call's duration; its spans start under it."""
+def call(header: Header, method: str, path: str, route: str | None) -> Iterator[CallTrace]:
+    """Hold the call's trace context for the call's duration; its spans start under it.
+
+    `route` is the path template the call matched (`/v1/messages/batches/{message_batch_id}`).
+    """
     trace = CallTrace()
     tracing = _tracing()
     if tracing is None:
         yield trace
         return
-    parent, span = tracing.begin(header, path)
+    parent, span = tracing.begin(header, method, path, route)
     token = _call_parent.set(parent)
     try:
         yield trace
@@ -190,7 +219,9 @@ class _Tracing:
         self._w3c = TraceContextTextMapPropagator()
         self._trace = trace
 
-    def begin(self, header: Header, path: str) -> tuple[_Parent | None, OTelSpan | None]:
+    def begin(
+        self, header: Header, method: str, path: str, route: str | None
+    ) -> tuple[_Parent | None, OTelSpan | None]:
         """What the call's attempts start under, and the call's own span if it has one.
 
         In Lambda the function's segment (the header's Parent) is the call's
@@ -207,11 +238,16 @@ class _Tracing:
             return (_Parent(self._tracer, context) if remote else None), None
         if not remote:
             context = self._w3c.extract(carrier)
+        attributes = {"http.request.method": method, "url.path": path}
+        if route is not None:
+            attributes["http.route"] = route
+        # Named as OpenTelemetry's HTTP conventions say: the method and the
+        # route's template, never the path itself, which can hold an id or a key.
         span = self._tracer.start_span(
-            f"POST {path}",
+            method if route is None else f"{method} {route}",
             context=context,
             kind=self._trace.SpanKind.SERVER,
-            attributes={"http.request.method": "POST", "url.path": path},
+            attributes=attributes,
         )
         return _Parent(self._tracer, self._trace.set_span_in_context(span, context)), span
 
