@@ -49,7 +49,7 @@ test-fast: lint
 	$(BIN)/python -m pytest -m "not load and not sam_build and not cfn_lint"
 
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	$(BIN)/python -m bench.run
 
 clean:
 	rm -rf $(VENV) .aws-sam .mypy_cache .ruff_cache .pytest_cache

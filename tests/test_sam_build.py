@@ -1,34 +1,33 @@
 """`sam build` produces the artifact `sam deploy` uploads, and that artifact works.
 
-The build runs once per session for each architecture (both at once), without a
-container (it needs a python3.13 on PATH; pyenv provides one with
-PYENV_VERSION=3.11.7:3.13.0). Each artifact must hold exactly the locked
-versions, compiled for its architecture, with its SBOM. The serving test then
-starts the *built* x86_64 function (this machine's) through its own run.sh, as
-the Web Adapter would, with the built layer on PYTHONPATH where Lambda mounts it
-(/opt/python), under Python 3.13 like the python3.13 runtime, and streams a
-reply through it.
+The build (release/sam_build.py, the command line the bench runs too) runs once
+per session for each architecture (both at once), without a container (it needs
+a python3.13 on PATH; pyenv provides one with PYENV_VERSION=3.11.7:3.13.0). Each
+artifact must hold exactly the locked versions, compiled for its architecture,
+with its SBOM. The serving test then starts the *built* x86_64 function (this
+machine's) through its own run.sh, as the Web Adapter would, with the built
+layer on PYTHONPATH where Lambda mounts it (/opt/python), under Python 3.13
+like the python3.13 runtime, and streams a reply through it.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import platform
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx2
 import pytest
 from policy_gateway import names
+
+from release import sam_build
+from release.sam_build import ARCHITECTURES, FUNCTION, LAYER
 
 from .support.fake_upstream import FakeUpstream, Reply, text_events
 from .support.servers import ThreadedServer, free_port, gateway_process
@@ -37,87 +36,32 @@ from .support.traces import XRayEndpoint
 pytestmark = pytest.mark.sam_build
 
 ROOT = Path(__file__).resolve().parents[1]
-TEMPLATE = ROOT / "template.yaml"
 LOCKS = ROOT / "locks"
-ARCHITECTURES = ("arm64", "x86_64")
 # e_machine in the ELF header of a compiled extension module.
 ELF_MACHINE = {"arm64": 0xB7, "x86_64": 0x3E}
-SAM = Path(sys.executable).parent / "sam"
-FUNCTION = "GatewayFunction"
-LAYER = "PoliciesLayer"
-PYTHON313_SCRIPT = ROOT / "release" / "python313.py"
 # Lambda's unzipped limit is 250 MB for the function and all its layers; the
 # adapter layer takes a few MB of it.
 UNZIPPED_BUDGET = 200 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Python313:
-    executable: Path
-    env: dict[str, str]  # what to add to the environment for python3.13 to resolve
-
-
-def _load_python313() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("release_python313", PYTHON313_SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _find_python313() -> Python313:
-    """A python3.13 as `sam build` will find it: on PATH, or through pyenv."""
-    finder = _load_python313()
-    found = finder.find(_clean_env())
-    if found is None:
-        pytest.fail(
-            "sam build (no container) needs a python3.13 on PATH; with pyenv: "
-            f"pyenv install 3.13 and PYENV_VERSION={finder.PYENV_FALLBACK}"
-        )
-    executable, env = found
-    return Python313(Path(executable), env)
-
-
-def _clean_env() -> dict[str, str]:
-    # The test run's own PYTHONPATH (3.11 packages) must not leak into the
-    # python3.13 that sam build and the served function use.
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+@pytest.fixture(scope="session")
+def python313() -> sam_build.Python313:
+    try:
+        return sam_build.find_python313()
+    except sam_build.MissingPython313 as missing:
+        pytest.fail(str(missing))
 
 
 @pytest.fixture(scope="session")
-def python313() -> Python313:
-    return _find_python313()
-
-
-@pytest.fixture(scope="session")
-def sam_builds(tmp_path_factory: pytest.TempPathFactory, python313: Python313) -> dict[str, Path]:
+def sam_builds(
+    tmp_path_factory: pytest.TempPathFactory, python313: sam_build.Python313
+) -> dict[str, Path]:
     """Run `sam build` once per session per architecture, both at once; return each
     build dir (`.aws-sam/build` layout)."""
-    assert SAM.exists(), f"sam not found next to {sys.executable}; install the dev extras"
-    env = {**_clean_env(), **python313.env, "SAM_CLI_TELEMETRY": "0"}
     root = tmp_path_factory.mktemp("sam")
     builds = {arch: root / arch for arch in ARCHITECTURES}
     running = {
-        arch: subprocess.Popen(
-            [
-                str(SAM),
-                "build",
-                "--template-file",
-                str(TEMPLATE),
-                "--build-dir",
-                str(build_dir),
-                "--parameter-overrides",
-                f"Architecture={arch}",
-                "--no-cached",
-                "--no-use-container",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        arch: sam_build.start(build_dir, arch, python313, subprocess.PIPE)
         for arch, build_dir in builds.items()
     }
     for arch, process in running.items():
@@ -247,7 +191,11 @@ def test_run_sh_refuses_an_artifact_built_for_another_architecture(
 ) -> None:
     function = sam_builds["arm64"] / FUNCTION
     result = subprocess.run(
-        [str(function / "run.sh")], env=_clean_env(), capture_output=True, text=True, timeout=30
+        [str(function / "run.sh")],
+        env=sam_build.clean_environ(),
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert result.returncode == 1
     assert "built for arm64 but running on x86_64" in result.stderr
@@ -305,7 +253,7 @@ def test_bytecode_for_every_module_in_function_and_layer(sam_build_dir: Path) ->
 
 
 def test_python313_runs_the_bytecode_in_a_read_only_tree_after_a_zip_round_trip(
-    sam_build_dir: Path, python313: Python313, tmp_path: Path
+    sam_build_dir: Path, python313: sam_build.Python313, tmp_path: Path
 ) -> None:
     """Every source file is replaced by one that fails if Python compiles it: the
     imports succeed only if the interpreter takes each module from the shipped
@@ -324,7 +272,7 @@ def test_python313_runs_the_bytecode_in_a_read_only_tree_after_a_zip_round_trip(
                 f"for name in {COLD_PATH_MODULES!r}: importlib.import_module(name)\n"
                 "print(len(sys.modules))",
             ],
-            env={**_clean_env(), "PYTHONPATH": f"{function}:{layer / 'python'}"},
+            env={**sam_build.clean_environ(), "PYTHONPATH": f"{function}:{layer / 'python'}"},
             capture_output=True,
             text=True,
             timeout=120,
@@ -380,7 +328,7 @@ def local_ssm() -> Iterator[str]:
 
 
 @pytest.fixture
-def lambda_like_python(tmp_path: Path, python313: Python313) -> Path:
+def lambda_like_python(tmp_path: Path, python313: sam_build.Python313) -> Path:
     """A PATH entry whose `python3` is Python 3.13, as in the Lambda runtime."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

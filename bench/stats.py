@@ -1,0 +1,55 @@
+"""How the bench samples and summarizes: calls in back-to-back pairs, figures of the pairs.
+
+Every figure compares two sides of one run (gateway and direct, flag on and
+off, ...). Each pair runs back to back, alternating which side goes first, so
+load from elsewhere on the machine (other processes come and go on a shared
+2-core box) mostly hits both sides of a pair alike and cancels out within it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+from .wire import Response
+
+Call = Callable[[], Response]
+
+
+def paired(first: Call, second: Call, pairs: int, warmup: int) -> tuple[list[float], list[float]]:
+    """Time `pairs` calls of each, alternating which goes first; seconds, after a warm-up."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for index in range(warmup + pairs):
+        order = ((0, first), (1, second)) if index % 2 == 0 else ((1, second), (0, first))
+        for side, call in order:
+            response = call()
+            if response.status != 200:
+                raise RuntimeError(f"benchmark call answered {response.status}: {response.body!r}")
+            if index >= warmup:
+                times[side].append(response.seconds)
+    return times
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000
+
+
+def added(gateway: list[float], direct: list[float], q: float) -> float:
+    """Percentile `q` of the per-pair differences, in ms.
+
+    A difference of two percentiles would not cancel the drift a pair shares.
+    """
+    return ms(percentile([g - d for g, d in zip(gateway, direct, strict=True)], q))
+
+
+def pair_ratio(first: list[float], second: list[float]) -> float:
+    """Median of the per-pair ratios."""
+    return statistics.median(a / b for a, b in zip(first, second, strict=True))

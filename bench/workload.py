@@ -1,0 +1,40 @@
+"""What the bench sends: Messages request bodies and the policy chains the gateways run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Every request carries TARGET; the `string_replace` chain rewrites it to REWRITTEN,
+# which the upstream stub can be told to reject (x-bench-reject) to force a fallback.
+TARGET = "BENCH_TARGET"
+REWRITTEN = "BENCH_REWRITE"
+NOOP_CHAIN = json.dumps({"policies": [{"policy": "noop"}]})
+REPLACE_CHAIN = json.dumps(
+    {"policies": [{"policy": "string_replace", "options": {"replacements": [[TARGET, REWRITTEN]]}}]}
+)
+BLOCK_CHAIN = json.dumps(
+    {"policies": [{"policy": "block_tool_calls", "options": {"rules": [{"tool": "^bash$"}]}}]}
+)
+
+
+def request_body(size: int, text: str = f"Say hello. {TARGET}", stream: bool = False) -> bytes:
+    """A Messages request of about `size` bytes: a conversation of alternating turns."""
+    request: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 256,
+        "system": "You are a concise assistant.",
+        "messages": [],
+    }
+    if stream:
+        request["stream"] = True
+    turn = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 36
+    messages: list[dict[str, Any]] = request["messages"]
+    while len(json.dumps(request)) + len(turn) < size:
+        role = "user" if len(messages) % 2 == 0 else "assistant"
+        messages.append({"role": role, "content": [{"type": "text", "text": f"{TARGET} {turn}"}]})
+    if messages and messages[-1]["role"] == "user":
+        messages.pop()
+    padding = max(0, size - len(json.dumps(request)) - 60)
+    messages.append({"role": "user", "content": f"{text} {'x' * padding}"})
+    return json.dumps(request).encode()
