@@ -7,6 +7,7 @@ fallback and the relays see only these two exceptions.
 from __future__ import annotations
 
 import json
+from http import HTTPStatus
 
 import httpx2
 
@@ -75,6 +76,20 @@ class UpstreamStatusError(Exception):
         error = payload.get("error") if isinstance(payload, dict) else None
         kind = error.get("type") if isinstance(error, dict) else None
         return kind[:100] if isinstance(kind, str) else "<not an API error body>"
+
+
+_HTTP_STATUSES = frozenset(status.value for status in HTTPStatus if status >= 200)
+
+
+def is_http_status(status: int) -> bool:
+    """Whether `status` is one the gateway's server can send on: a registered final status."""
+    return status in _HTTP_STATUSES
+
+
+def not_an_http_status(status: int) -> tuple[int, bytes]:
+    """What the client gets for an upstream status outside the HTTP tables (e.g. 999):
+    a 502, since the server would refuse to send it and drop the connection instead."""
+    return 502, error_bytes(502, f"The upstream API answered with HTTP status {status}.")
 
 
 class UpstreamUnavailable(Exception):
