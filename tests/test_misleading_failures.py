@@ -137,7 +137,7 @@ class OddStatusUpstream:
         self._server.close()
 
 
-@pytest.fixture(params=[999, 299, 600])
+@pytest.fixture(params=[999, 600, 700])
 def odd_upstream(request: pytest.FixtureRequest) -> Iterator[OddStatusUpstream]:
     server = OddStatusUpstream(request.param)
     yield server

@@ -157,7 +157,7 @@ class UpstreamClient:
         a refused connection.
         """
         response = await self._client.send(request, stream=True)
-        if response.status_code >= 400 or not is_http_status(response.status_code):
+        if response.status_code >= 400:
             return response, await self._status_error(response, span)
         if not stream:
             await response.aread()

@@ -7,7 +7,6 @@ fallback and the relays see only these two exceptions.
 from __future__ import annotations
 
 import json
-from http import HTTPStatus
 
 import httpx2
 
@@ -78,17 +77,14 @@ class UpstreamStatusError(Exception):
         return kind[:100] if isinstance(kind, str) else "<not an API error body>"
 
 
-_HTTP_STATUSES = frozenset(status.value for status in HTTPStatus if status >= 200)
-
-
 def is_http_status(status: int) -> bool:
-    """Whether `status` is one the gateway's server can send on: a registered final status."""
-    return status in _HTTP_STATUSES
+    """Whether `status` is a final status of RFC 9110's range, the one an ASGI server
+    can send (Anthropic's 529 included); others make the server drop the connection."""
+    return 200 <= status <= 599
 
 
 def not_an_http_status(status: int) -> tuple[int, bytes]:
-    """What the client gets for an upstream status outside the HTTP tables (e.g. 999):
-    a 502, since the server would refuse to send it and drop the connection instead."""
+    """What the client gets for an upstream status outside the HTTP tables (e.g. 999)."""
     return 502, error_bytes(502, f"The upstream API answered with HTTP status {status}.")
 
 
