@@ -26,6 +26,7 @@ from .support.servers import json_lines
 
 KEY = "sk-ant-the-real-key-0123456789"
 OTHER_KEY = "sk-ant-another-key-9876543210"
+GATEWAY_KEY = "gk-one-0123456789abcdef"
 REJECTED = "codename not allowed"
 ACCOUNT = "123456789012"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/agents"
@@ -190,3 +191,17 @@ def test_an_assumed_role_session_is_budgeted_as_its_role(
     principal: str | None, caller: str | None
 ) -> None:
     assert InvocationContext(iam_principal=principal).iam_caller == caller
+
+
+def test_a_connection_header_naming_a_relied_on_header_is_refused_with_gateway_keys_too(
+    keyed_gateway: Callable[..., str], upstream: FakeUpstream
+) -> None:
+    url = keyed_gateway()
+    key = [("x-api-key", GATEWAY_KEY)]
+    assert post(url, key).status_code == 200
+    for named in ("authorization", "anthropic-version", "content-type"):
+        response = post(url, [*key, ("connection", named)])
+        assert response.status_code == 401
+        assert response.json()["error"]["type"] == "authentication_error"
+        assert named in response.json()["error"]["message"]
+    assert len(upstream.requests) == 1
