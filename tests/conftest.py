@@ -235,7 +235,10 @@ def keyed_gateway(
 ) -> Callable[..., str]:
     """A gateway in gateway_key mode whose secrets hold `keys` and the upstream key."""
 
-    def start(keys: object = ("gk-one", "gk-two"), upstream_secret: str | None = None) -> str:
+    def start(
+        keys: object = ("gk-one-0123456789abcdef", "gk-two-0123456789abcdef"),
+        upstream_secret: str | None = None,
+    ) -> str:
         if keys is not None:
             put_secret(KEYS_SECRET, keys if isinstance(keys, str) else json.dumps(keys))
         put_secret(UPSTREAM_SECRET, upstream_secret or json.dumps({"api_key": UPSTREAM_KEY}))

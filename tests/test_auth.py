@@ -34,9 +34,9 @@ def ask(sdk: anthropic.Anthropic) -> str:
 @pytest.mark.parametrize(
     "keys",
     [
-        {"keys": ["gk-one", "gk-two"]},
-        ["gk-one", "gk-two"],
-        {"name": "default", "key": "gk-one"},
+        {"keys": ["gk-one-0123456789abcdef", "gk-two-0123456789abcdef"]},
+        ["gk-one-0123456789abcdef", "gk-two-0123456789abcdef"],
+        {"name": "default", "key": "gk-one-0123456789abcdef"},
     ],
     ids=["keys-object", "list", "generated-secret"],
 )
@@ -47,8 +47,8 @@ def test_gateway_key_is_swapped_for_the_upstream_key(
     keyed_gateway: Callable[..., str], upstream: FakeUpstream, keys: object, upstream_secret: str
 ) -> None:
     url = keyed_gateway(keys, upstream_secret)
-    assert ask(client(url, api_key="gk-one")) == "echo: hello"
-    assert ask(client(url, auth_token="gk-one")) == "echo: hello"
+    assert ask(client(url, api_key="gk-one-0123456789abcdef")) == "echo: hello"
+    assert ask(client(url, auth_token="gk-one-0123456789abcdef")) == "echo: hello"
     for recorded in upstream.requests:
         assert recorded.headers["x-api-key"] == UPSTREAM_KEY
         assert "authorization" not in recorded.headers
@@ -60,8 +60,8 @@ def test_gateway_key_is_swapped_for_the_upstream_key(
         {},
         {"x-api-key": "gk-wrong"},
         {"authorization": "Bearer gk-on"},
-        {"x-api-key": "gk-one-and-more"},
-        {"authorization": "gk-one"},
+        {"x-api-key": "gk-one-0123456789abcdef-and-more"},
+        {"authorization": "gk-one-0123456789abcdef"},
         {"x-api-key": ""},
     ],
     ids=["missing", "wrong", "prefix", "longer", "no-bearer-scheme", "empty"],
@@ -97,14 +97,19 @@ def test_wrong_or_missing_key_is_401_without_an_upstream_call(
 def test_several_keys_rotate_without_downtime(
     keyed_gateway: Callable[..., str], put_secret: PutSecret, clock: ManualClock
 ) -> None:
-    url = keyed_gateway({"keys": ["gk-old"]})
-    old, new = client(url, api_key="gk-old"), client(url, api_key="gk-new")
+    url = keyed_gateway({"keys": ["gk-old-0123456789abcdef"]})
+    old, new = (
+        client(url, api_key="gk-old-0123456789abcdef"),
+        client(url, api_key="gk-new-0123456789abcdef"),
+    )
     assert ask(old)
-    put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-old", "gk-new"]}))
+    put_secret(
+        KEYS_SECRET, json.dumps({"keys": ["gk-old-0123456789abcdef", "gk-new-0123456789abcdef"]})
+    )
     clock.advance(0.4)
     assert ask(old)
     assert ask(new)
-    put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-new"]}))
+    put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-new-0123456789abcdef"]}))
     clock.advance(0.4)
     assert ask(new)
     with pytest.raises(anthropic.AuthenticationError):
@@ -116,7 +121,7 @@ def test_a_secret_never_read_refuses_calls_without_calling_upstream(
 ) -> None:
     url = keyed_gateway(keys=None)
     with pytest.raises(anthropic.InternalServerError) as caught:
-        ask(client(url, api_key="gk-one"))
+        ask(client(url, api_key="gk-one-0123456789abcdef"))
     assert caught.value.body["error"]["type"] == "api_error"  # type: ignore[index]
     assert upstream.requests == []
 
@@ -126,7 +131,7 @@ def test_empty_keys_never_admit_a_keyless_request(
 ) -> None:
     with pytest.raises(SecretFormatError):
         parse_gateway_keys(json.dumps({"keys": ["", "  "]}))
-    url = keyed_gateway({"keys": ["", "gk-one"]})
+    url = keyed_gateway({"keys": ["", "gk-one-0123456789abcdef"]})
     body = {"model": MODEL, "max_tokens": 16, "messages": []}
     assert httpx2.post(f"{url}/v1/messages", json=body).status_code == 401
     assert (
@@ -145,7 +150,7 @@ def test_secrets_manager_throttled_keeps_the_last_good_keys() -> None:
                 {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}},
                 "GetSecretValue",
             )
-        return json.dumps(["gk-one"]) if name == KEYS_SECRET else UPSTREAM_KEY
+        return json.dumps(["gk-one-0123456789abcdef"]) if name == KEYS_SECRET else UPSTREAM_KEY
 
     clock = ManualClock()
     key = UpstreamKey(UPSTREAM_SECRET, 0.01, reader, clock)
@@ -153,11 +158,11 @@ def test_secrets_manager_throttled_keeps_the_last_good_keys() -> None:
 
     async def calls() -> None:
         for _ in range(3):
-            credentials = await auth.authorize([(b"x-api-key", b"gk-one")])
+            credentials = await auth.authorize([(b"x-api-key", b"gk-one-0123456789abcdef")])
             assert credentials.upstream_credential == [("x-api-key", UPSTREAM_KEY)]
             clock.advance(0.02)
         with pytest.raises(GatewayError) as caught:
-            await auth.authorize([(b"x-api-key", b"gk-two")])
+            await auth.authorize([(b"x-api-key", b"gk-two-0123456789abcdef")])
         assert caught.value.status == 401
 
     anyio.run(calls)
@@ -169,13 +174,17 @@ def test_upstream_errors_never_echo_credentials(
 ) -> None:
     url = keyed_gateway()
     upstream.script(
-        Reply.error(401, "authentication_error", f"invalid x-api-key: {UPSTREAM_KEY} (gk-one)")
+        Reply.error(
+            401,
+            "authentication_error",
+            f"invalid x-api-key: {UPSTREAM_KEY} (gk-one-0123456789abcdef)",
+        )
     )
     with pytest.raises(anthropic.AuthenticationError) as caught:
-        ask(client(url, api_key="gk-one"))
+        ask(client(url, api_key="gk-one-0123456789abcdef"))
     message = caught.value.body["error"]["message"]  # type: ignore[index]
     assert UPSTREAM_KEY not in message
-    assert "gk-one" not in message
+    assert "gk-one-0123456789abcdef" not in message
     assert message == "invalid x-api-key: [redacted] ([redacted])"
 
 
@@ -190,23 +199,28 @@ def test_a_gateway_key_in_the_query_string_never_reaches_upstream(
 ) -> None:
     url = keyed_gateway()
     sdk = anthropic.Anthropic(
-        base_url=url, api_key="gk-one", max_retries=0, default_query={"key": "gk-one"}
+        base_url=url,
+        api_key="gk-one-0123456789abcdef",
+        max_retries=0,
+        default_query={"key": "gk-one-0123456789abcdef"},
     )
     assert ask(sdk) == "echo: hello"
     [recorded] = upstream.requests
-    assert "gk-one" not in recorded.query
+    assert "gk-one-0123456789abcdef" not in recorded.query
     assert recorded.query.startswith("key=")
 
 
 def test_named_keys_admit_their_holders_and_the_log_names_the_caller(
     keyed_gateway: Callable[..., str], upstream: FakeUpstream, gateway_stdout: GatewayStdout
 ) -> None:
-    keys = {"keys": [{"name": "alice", "key": "gk-alice-123"}, "gk-bare-456"]}
+    keys = {
+        "keys": [{"name": "alice", "key": "gk-alice-0123456789abcdef"}, "gk-bare-0123456789abcdef"]
+    }
     url = keyed_gateway(keys)
-    assert ask(client(url, api_key="gk-alice-123")) == "echo: hello"
-    assert ask(client(url, auth_token="gk-bare-456")) == "echo: hello"
+    assert ask(client(url, api_key="gk-alice-0123456789abcdef")) == "echo: hello"
+    assert ask(client(url, auth_token="gk-bare-0123456789abcdef")) == "echo: hello"
     gateway_stdout.until(lambda text: text.count("call finished") >= 2)
     finished = [line for line in gateway_stdout.lines() if line.get("message") == "call finished"]
     assert [line["caller"] for line in finished] == ["alice", "key-1"]
-    assert "gk-alice-123" not in gateway_stdout.text
-    assert "gk-bare-456" not in gateway_stdout.text
+    assert "gk-alice-0123456789abcdef" not in gateway_stdout.text
+    assert "gk-bare-0123456789abcdef" not in gateway_stdout.text

@@ -27,7 +27,7 @@ from .support.servers import gateway_process
 PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 REWRITTEN = "claude-model-from-ssm"
 CHAIN = policy_chain(("rewrite_model", {"map": {MODEL: REWRITTEN}}))
-GATEWAY_KEY = "gk-stall-test"
+GATEWAY_KEY = "gk-stall-test-0123456789"
 GET_PARAMETER = "AmazonSSM.GetParameter"
 # What a call through a healthy gateway may take on a busy machine, on top of
 # the bound under test.

@@ -296,7 +296,7 @@ def test_batch_errors_reach_the_client_with_credentials_scrubbed(
     url = keyed_gateway()
     upstream.script(Reply.error(404, "not_found_error", f"no batch for key {UPSTREAM_KEY}"))
     with pytest.raises(anthropic.NotFoundError) as caught:
-        client(url, api_key="gk-one").messages.batches.retrieve("msgbatch_missing")
+        client(url, api_key="gk-one-0123456789abcdef").messages.batches.retrieve("msgbatch_missing")
     assert caught.value.body["error"]["message"] == "no batch for key [redacted]"  # type: ignore[index]
 
 
@@ -316,7 +316,7 @@ def test_gateway_keys_guard_every_batch_route_and_never_reach_the_upstream(
         response = httpx2.request(method, url + path, headers={"x-api-key": "gk-wrong"})
         assert response.status_code == 401, (method, path)
     assert upstream.requests == []
-    keyed = client(url, api_key="gk-one")
+    keyed = client(url, api_key="gk-one-0123456789abcdef")
     batch = keyed.messages.batches.create(requests=[{"custom_id": "a", "params": params("hi")}])
     assert [entry.custom_id for entry in keyed.messages.batches.results(batch.id)] == ["a"]
     assert [r.headers["x-api-key"] for r in upstream.requests] == [UPSTREAM_KEY] * 3

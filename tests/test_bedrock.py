@@ -283,15 +283,17 @@ def test_gateway_key_mode_needs_no_anthropic_key_and_never_forwards_the_gateway_
     import boto3
 
     secrets = boto3.client("secretsmanager")
-    secrets.create_secret(Name="bedrock-gw-keys", SecretString='{"keys": ["gw-key-123456"]}')
+    secrets.create_secret(
+        Name="bedrock-gw-keys", SecretString='{"keys": ["gw-key-0123456789abcdef"]}'
+    )
     url = bedrock_gateway(
         auth_mode=settings.AUTH_GATEWAY_KEY,
         gateway_keys_secret="bedrock-gw-keys",
         upstream_api_key_secret="never-created",
     )
-    client = anthropic.Anthropic(base_url=url, api_key="gw-key-123456", max_retries=0)
+    client = anthropic.Anthropic(base_url=url, api_key="gw-key-0123456789abcdef", max_retries=0)
     assert ask(client, False).content[0].text == "echo: hello"  # type: ignore[union-attr]
-    assert "gw-key-123456" not in json.dumps(bedrock.requests[0].headers)
+    assert "gw-key-0123456789abcdef" not in json.dumps(bedrock.requests[0].headers)
     with pytest.raises(anthropic.AuthenticationError):
         ask(anthropic.Anthropic(base_url=url, api_key="wrong", max_retries=0), False)
     assert len(bedrock.requests) == 1

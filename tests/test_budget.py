@@ -465,9 +465,11 @@ def test_the_iam_principal_is_the_caller_on_the_call_and_fallback_lines(
     fallback = [
         line for line in lines if str(line.get("message")).startswith("passthrough fallback")
     ]
-    assert [line["caller"] for line in fallback] == [arn, arn]
+    role = "arn:aws:iam::123456789012:role/agents"
+    assert [line["caller"] for line in fallback] == [role, role]
+    assert [line["principal"] for line in fallback] == [arn, arn]
     finished = [line for line in lines if line.get("message") == "call finished"]
-    assert [line["caller"] for line in finished] == [arn, arn]
+    assert [line["caller"] for line in finished] == [role, role]
 
 
 # --------------------------------------------- who the Contributor Insights rule counts

@@ -309,7 +309,7 @@ def test_aws_outage_keeps_the_last_good_values_and_recovery_is_seen(
     endpoint = f"http://127.0.0.1:{port}"
     aws = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     aws.start()
-    _seed_aws(endpoint, ["gk-before"], "[v1]")
+    _seed_aws(endpoint, ["gk-before-0123456789abcdef"], "[v1]")
     env = {
         "UPSTREAM_BASE_URL": upstream_url,
         "UPSTREAM_MAX_RETRIES": "0",
@@ -331,37 +331,37 @@ def test_aws_outage_keeps_the_last_good_values_and_recovery_is_seen(
     try:
         log = tmp_path / "gateway.log"
         with gateway_process(env, stdout_path=log) as (url, _):
-            assert call("gk-before").status_code == 200
+            assert call("gk-before-0123456789abcdef").status_code == 200
             aws.stop()
             # Wait until a refresh has failed (past the TTL), then check what serves.
             eventually(
                 lambda: (
-                    call("gk-before").status_code == 200
+                    call("gk-before-0123456789abcdef").status_code == 200
                     and "keeping the last good" in log.read_text()
                 )
             )
             # Keys, the upstream key and the policy chain: the last good values serve.
             upstream.reset()
-            assert call("gk-before").status_code == 200
+            assert call("gk-before-0123456789abcdef").status_code == 200
             assert upstream.requests[0].json["messages"][0]["content"] == "[v1]"
             assert upstream.requests[0].headers["x-api-key"] == "sk-ant-held"
             assert call("gk-wrong").status_code == 401
             # The flag fails closed: off while SSM is unreadable, so no fallback.
             upstream.script(Reply.error(400, "invalid_request_error"))
-            assert call("gk-before").status_code == 400
+            assert call("gk-before-0123456789abcdef").status_code == 400
             # Recovery (with rotated values) is seen within a TTL: nothing was cached forever.
             aws = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
             aws.start()
-            _seed_aws(endpoint, ["gk-after"], "[v2]")
+            _seed_aws(endpoint, ["gk-after-0123456789abcdef"], "[v2]")
             eventually(
                 lambda: (
-                    call("gk-after").status_code == 200
+                    call("gk-after-0123456789abcdef").status_code == 200
                     and upstream.requests[-1].json["messages"][0]["content"] == "[v2]"
                 )
             )
             upstream.reset()
-            assert call("gk-before").status_code == 401
-            assert call("gk-after").status_code == 200
+            assert call("gk-before-0123456789abcdef").status_code == 401
+            assert call("gk-after-0123456789abcdef").status_code == 200
             assert upstream.requests[0].json["messages"][0]["content"] == "[v2]"
         assert "keeping the last good" in log.read_text()
     finally:

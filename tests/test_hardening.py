@@ -54,17 +54,17 @@ def test_a_trailing_slash_is_a_plain_404_without_a_redirect(
     assert upstream.requests == []
 
 
-KEY = "sk-ant-a+b/c=d"
+KEY = "sk-ant-key-a+b/c=d"
 
 
 @pytest.mark.parametrize(
     "query",
     [
-        "key=sk-ant-a%2Bb%2Fc%3Dd",  # percent-encoded
-        "key=sk-ant-a%2bb%2fc%3dd",  # lower-case escapes
-        "key=sk-ant-a+b/c=d",  # raw
-        "sk-ant-a%2Bb%2Fc%3Dd",  # the key as a parameter name
-        "key=sk-ant-a%252Bb",  # harmless: one decoding gives no key
+        "key=sk-ant-key-a%2Bb%2Fc%3Dd",  # percent-encoded
+        "key=sk-ant-key-a%2bb%2fc%3dd",  # lower-case escapes
+        "key=sk-ant-key-a+b/c=d",  # raw
+        "sk-ant-key-a%2Bb%2Fc%3Dd",  # the key as a parameter name
+        "key=sk-ant-key-a%252Bb",  # harmless: one decoding gives no key
     ],
 )
 def test_a_credential_in_the_query_string_never_reaches_upstream_in_any_encoding(

@@ -15,7 +15,7 @@ from policy_gateway.policy_source import PolicySource
 from policy_gateway.upstream_key import UpstreamKey
 
 CALLS = 200
-KEY_HEADERS = [(b"x-api-key", b"gk-one")]
+KEY_HEADERS = [(b"x-api-key", b"gk-one-0123456789abcdef")]
 
 
 class Secret:
@@ -59,7 +59,7 @@ def unreadable(name: str) -> str:
 
 def keys_only(name: str) -> str:
     if name == "keys":
-        return '{"gk-one": "one"}'
+        return '{"gk-one-0123456789abcdef": "one"}'
     raise OSError("upstream key unreadable")
 
 

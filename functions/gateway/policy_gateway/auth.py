@@ -24,18 +24,21 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
-from urllib.parse import unquote, unquote_plus
 
 from . import metrics, names, settings
 from .errors import GatewayError
-from .gateway_keys import GatewayKey, match_key, parse_gateway_keys
+from .gateway_keys import MIN_SECRET_LENGTH, GatewayKey, match_key, parse_gateway_keys
 from .logs import logger
 from .parameters import TTLCache, keep_last_good, read_secret
+from .path_secrets import carries_secret, redact_path
 from .upstream_key import UpstreamKey
 
 RawHeaders = Iterable[tuple[bytes, bytes]]
 
 _REDACTED = b"[redacted]"
+
+_API_KEY = b"x-api-key"
+_AUTHORIZATION = b"authorization"
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,9 @@ class Credentials:
     """None: the client's own `x-api-key` / `Authorization` go upstream. A list: they
     are replaced by these headers (none at all for an upstream that signs with IAM)."""
     secrets: tuple[bytes, ...]
+    """This call's credentials long enough to be secrets (MIN_SECRET_LENGTH): shorter
+    values are never scrubbed, since blanking a one-letter key out of an upstream
+    message would mangle its words ("Bedroc[redacted]") and hide nothing."""
     caller: str | None = None
     """Who called, never a secret: the gateway key's name (gateway_key mode) or a
     digest of the client's key (passthrough), for the logs and the fallback budget."""
@@ -61,17 +67,19 @@ class Credentials:
         """An upstream value for a log line, with this call's credentials blanked out."""
         return None if text is None else self.scrub(text.encode()).decode("utf-8", "replace")
 
+    @property
+    def secret_texts(self) -> list[str]:
+        return [secret.decode("latin-1") for secret in self.secrets]
+
     def scrub_query(self, query: bytes) -> bytes:
         """Blank out every query parameter that carries a credential, in any encoding
         the upstream could decode it from (raw, %-escaped, `+` for space)."""
         if not self.secrets:
             return query
-        secrets = [secret.decode("latin-1") for secret in self.secrets]
+        secrets = self.secret_texts
 
         def carries(part: bytes) -> bool:
-            raw = part.decode("latin-1")
-            readings = (raw, unquote(raw, "latin-1"), unquote_plus(raw, "latin-1"))
-            return any(secret in reading for secret in secrets for reading in readings)
+            return carries_secret(part.decode("latin-1"), secrets)
 
         pieces = query.split(b"&")
         for index, piece in enumerate(pieces):
@@ -83,6 +91,16 @@ class Credentials:
         scrubbed = b"&".join(pieces)
         # A key spread over several parameters: nothing of the query goes on.
         return _REDACTED if carries(scrubbed) else scrubbed
+
+    def refuse_path(self, path: str) -> None:
+        """Refuse a path that carries this call's credential: the upstream would get it
+        in its request line."""
+        if carries_secret(path, self.secret_texts):
+            raise GatewayError(
+                400,
+                "A credential must not appear in the URL path:"
+                " send it only as x-api-key or Authorization: Bearer.",
+            )
 
 
 class Authenticator(Protocol):
@@ -107,6 +125,43 @@ def _presented(raw: RawHeaders) -> list[bytes]:
     return [value for value in values if value]
 
 
+def _secrets(values: Iterable[bytes]) -> tuple[bytes, ...]:
+    return tuple(value for value in values if len(value) >= MIN_SECRET_LENGTH)
+
+
+def _refused(message: str) -> GatewayError:
+    return GatewayError(401, message, "authentication_error")
+
+
+def _forwarded_credential(raw: Sequence[tuple[bytes, bytes]]) -> bytes | None:
+    """The one credential a passthrough request hands the upstream, or None for none.
+
+    The caller is named, and budgeted, after this value, so the request must
+    leave no doubt which credential the upstream authenticates: a repeated
+    credential header or two different credentials are refused. An
+    `Authorization` value without the Bearer scheme counts whole, since the
+    upstream gets it too.
+    """
+    values: list[bytes] = []
+    for name in (_API_KEY, _AUTHORIZATION):
+        found = [value.strip() for key, value in raw if key.lower() == name]
+        if len(found) > 1:
+            raise _refused(f"Send one {name.decode()} header, not {len(found)}.")
+        if found and name == _AUTHORIZATION:
+            scheme, _, token = found[0].partition(b" ")
+            found = [token.strip() if scheme.lower() == b"bearer" else found[0]]
+        values.extend(value for value in found if value)
+    if len(set(values)) > 1:
+        raise _refused("Send one credential: x-api-key and Authorization carry different values.")
+    return values[0] if values else None
+
+
+def path_for_spans(raw: RawHeaders, path: str) -> str:
+    """`path` without the credentials the client presented, for the call's span,
+    which opens before the call is authorized."""
+    return redact_path(path, [secret.decode("latin-1") for secret in _secrets(_presented(raw))])
+
+
 def key_caller(key: bytes) -> str:
     """A client's key as its caller name: stable, short, and never the key itself.
 
@@ -117,9 +172,10 @@ def key_caller(key: bytes) -> str:
 
 class PassthroughAuth:
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
-        presented = _presented(raw)
-        caller = key_caller(presented[0]) if presented else None
-        return Credentials(None, tuple(presented), caller)
+        credential = _forwarded_credential(raw)
+        if credential is None:
+            return Credentials(None, ())
+        return Credentials(None, _secrets([credential]), key_caller(credential))
 
     async def warm(self) -> None:
         """Nothing to read: the client's own key goes upstream."""
@@ -174,11 +230,12 @@ class GatewayKeyAuth:
                 "authentication_error",
             )
         if self._upstream_key is None:
-            return Credentials([], tuple(presented), caller)
+            return Credentials([], _secrets(presented), caller)
         api_key = await self._upstream_key.get()
         if api_key is None:
             raise _unavailable()
-        return Credentials([("x-api-key", api_key)], (*presented, api_key.encode()), caller)
+        secrets = _secrets([*presented, api_key.encode()])
+        return Credentials([("x-api-key", api_key)], secrets, caller)
 
 
 def authenticator(config: settings.Settings, key: UpstreamKey | None) -> Authenticator:

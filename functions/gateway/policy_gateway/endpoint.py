@@ -19,7 +19,7 @@ from gateway_policies import PolicyContext
 from starlette.types import Receive, Scope, Send
 
 from . import lambda_context, metrics, names, settings, tracing
-from .auth import Authenticator
+from .auth import Authenticator, path_for_spans
 from .body import check_content_encoding, check_content_type, read_body
 from .call import DEADLINE_ERROR, FALLBACK_FAILED, FALLBACK_RETRYING, Call
 from .errors import GatewayError
@@ -100,7 +100,12 @@ class GatewayEndpoint:
             deadline=self._deadline(invocation),
         )
         with (
-            tracing.call(header, scope["method"], scope["path"], _route(scope)) as trace,
+            tracing.call(
+                header,
+                scope["method"],
+                path_for_spans(scope["headers"], scope["path"]),
+                _route(scope),
+            ) as trace,
             call_context(
                 call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
             ),
@@ -115,14 +120,18 @@ class GatewayEndpoint:
 
     async def _handle(self, call: Call, receive: Receive, header: Header) -> None:
         call.credentials = await self._gateway.auth.authorize(call.scope["headers"])
+        call.credentials.refuse_path(call.scope["path"])
         call.forwarded = forwarded_headers(
             call.scope["headers"], call.credentials.upstream_credential
         )
         # A principal Lambda verified (Function URL AuthType AWS_IAM) names the
         # caller best; else the gateway key's name or the client key's digest.
-        call.caller = call.invocation.iam_principal or call.credentials.caller
+        principal = call.invocation.iam_principal
+        call.caller = call.invocation.iam_caller or call.credentials.caller
         if call.caller:
             bind_call_key("caller", call.caller)
+        if principal and principal != call.caller:
+            bind_call_key("principal", principal)
         call.original = await self._read(receive, header)
         with anyio.CancelScope() as until_disconnect:
             watcher = asyncio.get_running_loop().create_task(

@@ -13,6 +13,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+MIN_SECRET_LENGTH = 16
+"""The shortest credential the gateway treats as a secret: scrubbed from what it
+relays, looked for in paths. Gateway keys must be at least this long."""
+
 
 class SecretFormatError(ValueError):
     """A secret's value has none of the accepted shapes. Never carries the value."""
@@ -55,8 +59,16 @@ def parse_gateway_keys(text: str) -> tuple[GatewayKey, ...]:
         if not isinstance(key, str) or not isinstance(name, str):
             raise SecretFormatError(_KEYS_SHAPE)
         # An empty key would let a request with no key at all through.
-        if key.strip():
-            keys.append(GatewayKey(_digest(key.strip().encode()), name))
+        if not key.strip():
+            continue
+        if len(key.strip()) < MIN_SECRET_LENGTH:
+            # A short key is guessable, and too short to scrub from what the
+            # gateway relays without mangling text: the whole secret is refused.
+            raise SecretFormatError(
+                f"gateway key {name!r} is shorter than {MIN_SECRET_LENGTH} characters;"
+                " use a longer, random key"
+            )
+        keys.append(GatewayKey(_digest(key.strip().encode()), name))
     if not keys:
         raise SecretFormatError("gateway keys secret holds no usable key")
     return tuple(keys)

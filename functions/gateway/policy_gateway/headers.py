@@ -15,6 +15,7 @@ and framing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from .errors import GatewayError
@@ -42,6 +43,22 @@ _NOT_UPSTREAM = _HOP_BY_HOP | {
     "expect",
 }
 _CREDENTIAL_HEADERS = frozenset({"x-api-key", "authorization"})
+RELIED_ON = _CREDENTIAL_HEADERS | {
+    "anthropic-version",
+    "anthropic-beta",
+    "content-type",
+    "content-length",
+    "content-encoding",
+    "host",
+    "x-amzn-lambda-context",
+    "x-amzn-request-context",
+    "x-amzn-trace-id",
+    "traceparent",
+    "tracestate",
+}
+"""End-to-end headers a `Connection` header may not name (a 401 if it does)."""
+# RFC 9110 field-value: visible ASCII, with spaces and tabs only between them.
+_FIELD_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20\x21-\x7e\t]*[\x21-\x7e])?)?")
 _NOT_DOWNSTREAM = _HOP_BY_HOP | {"content-length", "content-encoding", "date", "server"}
 _PLATFORM_PREFIXES = ("x-amzn-", "x-forwarded-", "x-amz-")
 
@@ -56,6 +73,16 @@ def _connection_named(pairs: list[tuple[str, str]]) -> set[str]:
     }
 
 
+def _refuse_relied_on(named: set[str]) -> None:
+    relied_on = sorted(named & RELIED_ON)
+    if relied_on:
+        raise GatewayError(
+            401,
+            f"The Connection header may not name {', '.join(relied_on)}.",
+            "authentication_error",
+        )
+
+
 def _ascii(value: bytes) -> str:
     """A header value the upstream client can send: HTTP/1.1 header values are ASCII here."""
     try:
@@ -66,7 +93,9 @@ def _ascii(value: bytes) -> str:
 
 def upstream_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     pairs = [(key.decode("latin-1").lower(), _ascii(value)) for key, value in raw]
-    dropped = _NOT_UPSTREAM | _connection_named(pairs)
+    named = _connection_named(pairs)
+    _refuse_relied_on(named)
+    dropped = _NOT_UPSTREAM | named
     out = [
         (key, value)
         for key, value in pairs
@@ -82,9 +111,14 @@ def forwarded_headers(
     """Every header the upstream gets: the client's (as above) with its credential,
     or, where the gateway holds the upstream's credential (auth.py), with that instead."""
     headers = upstream_headers(raw)
-    if credential is None:
-        return headers
-    return [item for item in headers if item[0] not in _CREDENTIAL_HEADERS] + credential
+    if credential is not None:
+        headers = [item for item in headers if item[0] not in _CREDENTIAL_HEADERS] + credential
+    for name, value in headers:
+        if not _FIELD_VALUE.fullmatch(value):
+            # The upstream client would refuse it locally: that is the client's
+            # error, not an upstream one to retry and answer 502.
+            raise GatewayError(400, f"The {name} header's value is not a valid HTTP field value.")
+    return headers
 
 
 def downstream_headers(raw: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.to_thread
 
+from .gateway_keys import SecretFormatError
 from .logs import logger
 
 T = TypeVar("T")
@@ -81,7 +82,12 @@ def keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
         "secret unreadable; keeping the last good value"
         if last is not None
         else "secret unreadable and never read; refusing calls until it is",
-        extra={"secret": secret, "error_type": type(exc).__name__},
+        extra={
+            "secret": secret,
+            "error_type": type(exc).__name__,
+            # Its message names what is wrong with the secret, never its value.
+            **({"reason": str(exc)} if isinstance(exc, SecretFormatError) else {}),
+        },
     )
     return last
 

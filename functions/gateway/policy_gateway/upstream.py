@@ -21,7 +21,12 @@ import httpx2
 from . import metrics, names, settings, tracing
 from .provider import Provider, provider_for
 from .retry import retry_delay, should_retry
-from .upstream_errors import UpstreamStatusError, unavailable
+from .upstream_errors import (
+    UpstreamStatusError,
+    is_http_status,
+    not_an_http_status,
+    unavailable,
+)
 
 
 @dataclass
@@ -173,7 +178,10 @@ class UpstreamClient:
             body = b""
         finally:
             await response.aclose()
-        status, body = self._provider.status_error(response.status_code, response.headers, body)
+        if is_http_status(response.status_code):
+            status, body = self._provider.status_error(response.status_code, response.headers, body)
+        else:
+            status, body = not_an_http_status(response.status_code)
         metrics.count(names.METRIC_UPSTREAM_5XX if status >= 500 else names.METRIC_UPSTREAM_4XX)
         span.annotate(names.ANNOTATION_UPSTREAM_STATUS, status)
         return UpstreamStatusError(

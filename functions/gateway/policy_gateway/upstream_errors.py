@@ -77,6 +77,17 @@ class UpstreamStatusError(Exception):
         return kind[:100] if isinstance(kind, str) else "<not an API error body>"
 
 
+def is_http_status(status: int) -> bool:
+    """Whether `status` is a final status of RFC 9110's range, the one an ASGI server
+    can send (Anthropic's 529 included); others make the server drop the connection."""
+    return 200 <= status <= 599
+
+
+def not_an_http_status(status: int) -> tuple[int, bytes]:
+    """What the client gets for an upstream status outside the HTTP tables (e.g. 999)."""
+    return 502, error_bytes(502, f"The upstream API answered with HTTP status {status}.")
+
+
 class UpstreamUnavailable(Exception):
     """No answer from the upstream after every retry: refused, reset or timed out."""
 
