@@ -52,6 +52,21 @@ def _compact(payload: JSONObject) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
+def _type_of(payload: object) -> str | None:
+    kind = payload.get("type") if isinstance(payload, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _loaded(raw: str) -> object:
+    """`raw` parsed, when it may be a JSON object; None when it cannot be one."""
+    if not raw.lstrip().startswith("{"):
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
 class StreamEvent:
     """One server-sent event of a Messages stream: its name and its JSON data.
 
@@ -63,12 +78,14 @@ class StreamEvent:
     read-only.
     """
 
-    __slots__ = ("_event", "_json", "_raw")
+    __slots__ = ("_event", "_json", "_raw", "_raw_type", "_typed")
 
     def __init__(self, event: str, data: str) -> None:
         self._event = event
         self._raw: str | None = data
         self._json: JSONObject | None = None
+        self._raw_type: str | None = None
+        self._typed = False
 
     @classmethod
     def from_json(cls, event: str, payload: JSONObject) -> StreamEvent:
@@ -76,6 +93,8 @@ class StreamEvent:
         made._event = event
         made._raw = None
         made._json = payload
+        made._raw_type = None
+        made._typed = False
         return made
 
     def with_json(self, payload: JSONObject) -> StreamEvent:
@@ -84,6 +103,7 @@ class StreamEvent:
 
     @property
     def event(self) -> str:
+        """The name its `event:` line gave; empty when the frame had none."""
         return self._event
 
     @property
@@ -108,6 +128,21 @@ class StreamEvent:
             return self.json
         except ValueError:
             return None
+
+    @property
+    def type(self) -> str | None:
+        """The `type` its data names, what the SDKs dispatch on; None when there is none.
+
+        Judge an event by this, never by its name: a client acts on the data's
+        `type` whatever the `event:` line said. An event nobody parsed is read
+        here without being kept parsed, so it still goes out as the upstream's bytes.
+        """
+        if self._json is not None:
+            return _type_of(self._json)
+        if not self._typed:
+            self._raw_type = _type_of(_loaded(self._raw or ""))
+            self._typed = True
+        return self._raw_type
 
     @property
     def data(self) -> str:
