@@ -154,6 +154,43 @@ def sse_streams(draw: st.DrawFn) -> tuple[list[tuple[str, str]], list[bytes], bo
     return sequence, chunks, truncated
 
 
+TEXT_PIECES = st.lists(
+    st.sampled_from(
+        ["a b", "\u00e9", "\x01", "\t", '"', "\\", "\\n", "\\q", "\\u00e9", "\\u00g9", "\\ud800"]
+    ),
+    max_size=8,
+)
+NEAR_DELTAS = st.builds(
+    lambda index, kind, key, text, tail: (
+        f'{{"type":"content_block_delta","index":{index},"delta":{{"type":"{kind}",'
+        f'"{key}":"{"".join(text)}{tail}'
+    ),
+    st.sampled_from(["0", "07", "12", "-1", " 0"]),
+    st.sampled_from(["text_delta", "input_json_delta", "ping"]),
+    st.sampled_from(["text", "partial_json", "typ\\u0065"]),
+    TEXT_PIECES,
+    st.sampled_from(
+        ['"}}', '"}} ', '"}}x', '"},"type":"content_block_start"}', '"},"typ\\u0065":1}']
+    ),
+)
+
+
+def _parsed_type(raw: str) -> str | None:
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return None
+    kind = payload.get("type") if isinstance(payload, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+@FUZZ
+@given(raw=NEAR_DELTAS)
+def test_an_events_type_is_what_json_reads_fast_path_or_not(raw: str) -> None:
+    # The delta shape the fast path matches, and near misses of it: each reads as json.loads does.
+    assert StreamEvent("x", raw).type == _parsed_type(raw)
+
+
 def _decode(chunks: list[bytes]) -> list[StreamEvent]:
     decoder = sse.SSEDecoder()
     decoded = [event for chunk in chunks for event in decoder.feed(chunk)]

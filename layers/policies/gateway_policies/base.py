@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
+from .event_type import type_named, type_of
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -50,21 +52,6 @@ class PolicyConfigError(ValueError):
 
 def _compact(payload: JSONObject) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-
-
-def _type_of(payload: object) -> str | None:
-    kind = payload.get("type") if isinstance(payload, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
-def _loaded(raw: str) -> object:
-    """`raw` parsed, when it may be a JSON object; None when it cannot be one."""
-    if not raw.lstrip().startswith("{"):
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
 
 
 class StreamEvent:
@@ -138,9 +125,9 @@ class StreamEvent:
         here without being kept parsed, so it still goes out as the upstream's bytes.
         """
         if self._json is not None:
-            return _type_of(self._json)
+            return type_named(self._json)
         if not self._typed:
-            self._raw_type = _type_of(_loaded(self._raw or ""))
+            self._raw_type = type_of(self._raw or "")
             self._typed = True
         return self._raw_type
 
