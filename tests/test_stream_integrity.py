@@ -243,6 +243,16 @@ def test_eof_before_any_event_reaches_the_client_is_a_502(
     assert error.body["error"]["type"] == "api_error"  # type: ignore[index]
 
 
+def test_a_whole_stream_a_policy_swallowed_is_a_502_not_an_empty_200(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(policy_config=policy_chain(("tests.support.policies:SwallowStream", {})))
+    upstream.script(sse_reply(wire(*stream(text_block(0, "hi")))))
+    response = post_stream(url)
+    assert response.status_code == 502
+    assert error_of(response.content)["type"] == "api_error"
+
+
 @CHAINS
 @pytest.mark.parametrize("kept", [1, 3, 5, 6], ids=lambda n: f"after-{n}")
 def test_eof_mid_message_is_an_error_never_a_clean_end(

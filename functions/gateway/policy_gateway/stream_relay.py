@@ -1,9 +1,10 @@
 """The answer to a streaming call: upstream SSE → stream policies → client, frame by frame.
 
 The stream commits (200 and the SSE headers go out) with the first event that
-reaches the client, never before: until then any failure is answered with its real status
-and an Anthropic-shaped JSON body, exactly as direct access would. After the
-commit a failure can only be one `event: error` frame, as the API sends one.
+reaches the client, never before: until then any failure is answered with its
+real status and an Anthropic-shaped JSON body, exactly as direct access would.
+After the commit a failure can only be one `event: error` frame, as the API
+sends one.
 `StreamRelay._fail` is that one decision.
 
 Two upstream faults are failures too, never relayed as they came. A frame
