@@ -437,6 +437,20 @@ def test_corrupt_frame_mid_stream_becomes_one_error_event(
     assert error_of(got[-1][1])["type"] == "api_error"
 
 
+@pytest.mark.parametrize("kept", [0, 4, 8], ids=lambda n: f"after-{n}")
+def test_a_stream_ended_before_message_stop_is_an_error_never_a_clean_end(
+    bedrock_gateway: Factory, bedrock: FakeBedrock, kept: int
+) -> None:
+    url = bedrock_gateway()
+    events = text_events(["a", "b", "c"])
+    bedrock.script(BedrockReply(stream=frames(events[:kept])))
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        ask(sdk(url), True)
+    error = caught.value
+    assert error.status_code == (502 if kept == 0 else 200)
+    assert error.body["error"]["type"] == "api_error"  # type: ignore[index]
+
+
 def test_corrupt_first_frame_is_an_error_response_not_a_stream(
     bedrock_gateway: Factory, bedrock: FakeBedrock
 ) -> None:

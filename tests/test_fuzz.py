@@ -115,8 +115,18 @@ KNOWN_EVENTS = ["message_start", "content_block_delta", "message_stop", "ping", 
 names = st.sampled_from(KNOWN_EVENTS) | st.text(
     st.characters(blacklist_characters="\r\n", blacklist_categories=["Cs"]), max_size=10
 )
-datas = st.text(st.characters(blacklist_characters="\r", blacklist_categories=["Cs"]), max_size=30)
-events = st.lists(st.tuples(names, datas), max_size=8)
+texts = st.text(st.characters(blacklist_characters="\r", blacklist_categories=["Cs"]), max_size=30)
+
+
+@st.composite
+def named_events(draw: st.DrawFn) -> tuple[str, str]:
+    """A name, and data that is arbitrary text or a JSON object whose type is (mostly) the name."""
+    name = draw(names)
+    typed = st.builds(lambda kind: json.dumps({"type": kind, "n": 1}), st.just(name) | names)
+    return name, draw(typed | texts)
+
+
+events = st.lists(named_events(), max_size=8)
 
 
 @st.composite
@@ -144,6 +154,43 @@ def sse_streams(draw: st.DrawFn) -> tuple[list[tuple[str, str]], list[bytes], bo
     return sequence, chunks, truncated
 
 
+TEXT_PIECES = st.lists(
+    st.sampled_from(
+        ["a b", "\u00e9", "\x01", "\t", '"', "\\", "\\n", "\\q", "\\u00e9", "\\u00g9", "\\ud800"]
+    ),
+    max_size=8,
+)
+NEAR_DELTAS = st.builds(
+    lambda index, kind, key, text, tail: (
+        f'{{"type":"content_block_delta","index":{index},"delta":{{"type":"{kind}",'
+        f'"{key}":"{"".join(text)}{tail}'
+    ),
+    st.sampled_from(["0", "07", "12", "-1", " 0"]),
+    st.sampled_from(["text_delta", "input_json_delta", "ping"]),
+    st.sampled_from(["text", "partial_json", "typ\\u0065"]),
+    TEXT_PIECES,
+    st.sampled_from(
+        ['"}}', '"}} ', '"}}x', '"},"type":"content_block_start"}', '"},"typ\\u0065":1}']
+    ),
+)
+
+
+def _parsed_type(raw: str) -> str | None:
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return None
+    kind = payload.get("type") if isinstance(payload, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+@FUZZ
+@given(raw=NEAR_DELTAS)
+def test_an_events_type_is_what_json_reads_fast_path_or_not(raw: str) -> None:
+    # The delta shape the fast path matches, and near misses of it: each reads as json.loads does.
+    assert StreamEvent("x", raw).type == _parsed_type(raw)
+
+
 def _decode(chunks: list[bytes]) -> list[StreamEvent]:
     decoder = sse.SSEDecoder()
     decoded = [event for chunk in chunks for event in decoder.feed(chunk)]
@@ -162,6 +209,26 @@ def test_sse_decoder_and_encoder_round_trip_any_chunking(
     encoded = sse.encode_many(decoded)
     assert sse_frames(encoded.decode()) == [(event.event, event.data) for event in decoded]
     assert [(e.event, e.data) for e in _decode([encoded])] == [(e.event, e.data) for e in decoded]
+
+
+def _is_typed(name: str, data: str) -> bool:
+    """Whether a client reads the event as `name`: its data is an object of that type."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return False
+    return bool(name) and isinstance(payload, dict) and payload.get("type") == name
+
+
+def _relayed(sequence: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], bool]:
+    """The frames relayed as they came (up to the first mislabelled one), and whether
+    the stream then ended as the upstream meant it to (no error frame owed)."""
+    relayed: list[tuple[str, str]] = []
+    for name, data in sequence:
+        if not _is_typed(name, data):
+            return relayed, False
+        relayed.append((name, data))
+    return relayed, any(name in ("message_stop", "error") for name, _ in relayed)
 
 
 def _relay(chain: str | None, chunks: list[bytes]) -> httpx2.Response:
@@ -219,4 +286,13 @@ def test_relay_never_crashes_nor_emits_malformed_sse(
     assert response.status_code == 200
     frames = sse_frames(response.text)
     if chain is None and not truncated:
-        assert frames == sequence
+        relayed, ended = _relayed(sequence)
+        assert relayed
+        if ended:
+            assert frames == relayed
+        else:
+            assert frames[:-1] == relayed
+            assert frames[-1][0] == "error"
+            assert json.loads(frames[-1][1])["error"]["type"] == "api_error"
+    # Never a clean end the upstream did not send.
+    assert any(name in ("message_stop", "error") for name, _ in frames)

@@ -178,7 +178,13 @@ def test_sse_frames_keep_their_event_lines(
 ) -> None:
     url = make_gateway()
     upstream.script(
-        Reply(events=[*text_events(["x"])[:3], ("brand_new_event", {"type": "brand_new_event"})])
+        Reply(
+            events=[
+                *text_events(["x"])[:3],
+                ("brand_new_event", {"type": "brand_new_event"}),
+                *text_events(["x"])[3:],
+            ]
+        )
     )
     with httpx2.stream(
         "POST", url + "/v1/messages", json={"model": MODEL, "stream": True, "messages": []}
@@ -191,5 +197,9 @@ def test_sse_frames_keep_their_event_lines(
         "event: content_block_start",
         "event: ping",
         "event: brand_new_event",
+        "event: content_block_delta",
+        "event: content_block_stop",
+        "event: message_delta",
+        "event: message_stop",
     ]
     assert all(f.split("\n")[1].startswith("data: {") for f in frames)

@@ -49,8 +49,9 @@ def test_comments_unknown_fields_and_frames_without_data_are_dropped() -> None:
     assert decode(wire) == [("a", "1")]
 
 
-def test_a_frame_without_an_event_line_is_a_message() -> None:
-    assert decode(b"data: 1\n\n") == [("message", "1")]
+def test_a_frame_without_an_event_line_has_no_name() -> None:
+    # Not SSE's default "message": the relay must see the name is missing to refuse it.
+    assert decode(b"data: 1\n\n") == [("", "1")]
 
 
 def test_flush_returns_a_final_frame_without_its_blank_line() -> None:

@@ -41,8 +41,8 @@ class BlockStreamAt(Policy[BlockStreamAtOptions]):
     """Refuses a stream when the event named in its options arrives."""
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
-        if event.event == self.options.event:
-            raise PolicyViolation(f"blocked at {event.event}")
+        if event.type == self.options.event:
+            raise PolicyViolation(f"blocked at {event.type}")
         return [event]
 
 
@@ -83,7 +83,14 @@ class ShoutInPlace(Policy):
     """Upper-cases streamed text by editing each event's JSON in place and returning it."""
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
-        delta = event.json.get("delta") if event.event == "content_block_delta" else None
+        delta = event.json.get("delta") if event.type == "content_block_delta" else None
         if isinstance(delta, dict) and isinstance(delta.get("text"), str):
             delta["text"] = delta["text"].upper()
         return [event]
+
+
+class SwallowStream(Policy):
+    """Lets no streamed event through: a chain that leaves a whole stream nothing to relay."""
+
+    async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
+        return []

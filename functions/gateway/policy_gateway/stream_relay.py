@@ -1,10 +1,18 @@
 """The answer to a streaming call: upstream SSE → stream policies → client, frame by frame.
 
-The stream commits (200 and the SSE headers go out) on the first upstream
-event, never before: until then any failure is answered with its real status
-and an Anthropic-shaped JSON body, exactly as direct access would. After the
-commit a failure can only be one `event: error` frame, as the API sends one.
+The stream commits (200 and the SSE headers go out) with the first event that
+reaches the client, never before: until then any failure is answered with its
+real status and an Anthropic-shaped JSON body, exactly as direct access would.
+After the commit a failure can only be one `event: error` frame, as the API
+sends one.
 `StreamRelay._fail` is that one decision.
+
+Two upstream faults are failures too, never relayed as they came. A frame
+whose `event:` name is missing or differs from its data's `type`: the SDKs
+act on the data's `type` (and skip a frame with no name), so such a frame
+means one thing to the policies and another to the client. And a stream that
+ends before `message_stop` (or an `error` event): the client must not take a
+cut-short message for a finished one.
 """
 
 from __future__ import annotations
@@ -31,6 +39,14 @@ UNREADABLE = (
     "The upstream answered in a form the gateway's response policies cannot read.",
     "api_error",
 )
+MISLABELLED = (
+    502,
+    "The upstream sent a stream event whose name is missing or is not its data's type.",
+    "api_error",
+)
+CUT_SHORT = (502, "The upstream stream ended before its message did.", "api_error")
+# The events after which an upstream stream may end.
+_ENDINGS = frozenset({"message_stop", "error"})
 
 
 def watched(chain: PolicyChain) -> bool:
@@ -49,6 +65,8 @@ class StreamRelay:
         self.ctx = ctx
         self.call = call
         self.committed = False
+        self.ended = False
+        """Whether the upstream sent an event that may end its stream."""
         self.decoder = sse.SSEDecoder()
 
     async def run(self) -> None:
@@ -64,6 +82,9 @@ class StreamRelay:
                     await self._pump()
                 except (PolicyViolation, PolicyFailure) as exc:
                     failure = policy_error(exc)
+                except GatewayError as exc:
+                    logger.warning("upstream stream refused", extra={"reason": exc.message})
+                    failure = exc
                 except OSError:
                     self.call.disconnected = True
                     return
@@ -83,8 +104,6 @@ class StreamRelay:
         finally:
             await upstream.close()
             upstream.span.end()
-        if failure is None and not self.committed:
-            failure = GatewayError(502, "The upstream stream ended before any event.")
         if failure is not None:
             await self._fail(failure)
         if self.committed:
@@ -95,12 +114,28 @@ class StreamRelay:
             async for chunk in chunks:
                 events = self.decoder.feed(chunk)
                 if events:
-                    await self._emit(events)
+                    await self._admit(events)
         last = self.decoder.flush()
         if last:
-            await self._emit(last)
-        if self.committed and self.chain.filters_stream:
-            await self._body(await self.chain.apply_stream_end(self.ctx))
+            await self._admit(last)
+        if not self.ended:
+            raise GatewayError(*CUT_SHORT)
+        if self.chain.filters_stream:
+            await self._deliver(await self.chain.apply_stream_end(self.ctx))
+        if not self.committed:
+            raise GatewayError(502, "No event of the upstream stream was left to relay.")
+
+    async def _admit(self, events: list[StreamEvent]) -> None:
+        """Emit `events` up to the first whose name is not its data's type, then refuse."""
+        for position, event in enumerate(events):
+            kind = event.type
+            if not kind or kind != event.event:
+                if position:
+                    await self._emit(events[:position])
+                raise GatewayError(*MISLABELLED)
+            if kind in _ENDINGS:
+                self.ended = True
+        await self._emit(events)
 
     async def _emit(self, events: list[StreamEvent]) -> None:
         if not self.chain.filters_stream:
@@ -119,6 +154,10 @@ class StreamRelay:
         await self._deliver(passed)
 
     async def _deliver(self, events: list[StreamEvent]) -> None:
+        # Nothing commits before an event goes out: a call whose first event a
+        # policy holds can still be refused with its own status.
+        if not events:
+            return
         if not self.committed:
             await self._commit()
         await self._body(events)

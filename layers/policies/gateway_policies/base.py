@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
+from .event_type import type_named, type_of
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -63,12 +65,14 @@ class StreamEvent:
     read-only.
     """
 
-    __slots__ = ("_event", "_json", "_raw")
+    __slots__ = ("_event", "_json", "_raw", "_raw_type", "_typed")
 
     def __init__(self, event: str, data: str) -> None:
         self._event = event
         self._raw: str | None = data
         self._json: JSONObject | None = None
+        self._raw_type: str | None = None
+        self._typed = False
 
     @classmethod
     def from_json(cls, event: str, payload: JSONObject) -> StreamEvent:
@@ -76,6 +80,8 @@ class StreamEvent:
         made._event = event
         made._raw = None
         made._json = payload
+        made._raw_type = None
+        made._typed = False
         return made
 
     def with_json(self, payload: JSONObject) -> StreamEvent:
@@ -84,6 +90,7 @@ class StreamEvent:
 
     @property
     def event(self) -> str:
+        """The name its `event:` line gave; empty when the frame had none."""
         return self._event
 
     @property
@@ -108,6 +115,21 @@ class StreamEvent:
             return self.json
         except ValueError:
             return None
+
+    @property
+    def type(self) -> str | None:
+        """The `type` its data names, what the SDKs dispatch on; None when there is none.
+
+        Judge an event by this, never by its name: a client acts on the data's
+        `type` whatever the `event:` line said. An event nobody parsed is read
+        here without being kept parsed, so it still goes out as the upstream's bytes.
+        """
+        if self._json is not None:
+            return type_named(self._json)
+        if not self._typed:
+            self._raw_type = type_of(self._raw or "")
+            self._typed = True
+        return self._raw_type
 
     @property
     def data(self) -> str:

@@ -5,6 +5,9 @@ gateway's relay and `gateway_policies.testing` use the very same code: a
 policy's tests see the bytes a client would.
 
 Each frame keeps its `event:` line: the Anthropic SDKs ignore frames without one.
+A frame without one decodes with an empty name, never the SSE default "message":
+the gateway's relay must see that the name is missing (it refuses such a frame),
+and re-encoded as `event: message` the SDKs would act on it.
 Line endings may be \\n, \\r\\n or \\r, and a frame may be split anywhere across
 network chunks, including between the \\r and \\n of one line ending.
 """
@@ -52,7 +55,7 @@ def _parse_frame(frame: bytes) -> StreamEvent | None:
             return StreamEvent(
                 head[7:].decode("utf-8", "replace"), data_line.decode("utf-8", "replace")
             )
-    name = "message"
+    name = ""
     data: list[str] = []
     for raw in frame.split(b"\n"):
         if not raw or raw.startswith(b":"):

@@ -185,7 +185,8 @@ def assemble(events: Iterable[StreamEvent]) -> JSONObject:
     partial_json: list[str] = []
     for item in events:
         payload: Any = item.json
-        kind = item.event
+        # As the SDKs do: by the data's type, whatever the event's name.
+        kind = payload.get("type")
         if kind == "message_start":
             message = copy.deepcopy(payload["message"])
             continue

@@ -109,7 +109,7 @@ class TextRewriter(Policy[OptionsT]):
         rewrite_text(response_text_slots(response), self.rewrite)
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
-        if event.event not in ("content_block_delta", "content_block_start"):
+        if event.type not in ("content_block_delta", "content_block_start"):
             return [event]
         payload = event.payload or {}
         part = payload.get("delta") or payload.get("content_block")

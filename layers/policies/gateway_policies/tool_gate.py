@@ -92,7 +92,8 @@ class ToolCallGate(Policy[OptionsT]):
             # Not a JSON object: nothing a tool gate can read, and not part of
             # a tool_use block; it goes on as it came.
             return [event]
-        kind = event.event
+        # By the data's type, as the client dispatches, never by the event's name.
+        kind = payload.get("type")
         block = payload.get("content_block")
         if (
             kind == "content_block_start"
