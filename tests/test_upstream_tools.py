@@ -22,6 +22,7 @@ from gateway_policies.testing import (
     assemble,
     mcp_tool_use_block,
     run_request,
+    run_response,
     run_stream,
     server_tool_use_block,
     stream,
@@ -397,3 +398,21 @@ def test_a_request_without_server_tools_or_mcp_servers_is_untouched() -> None:
         "messages": [{"role": "user", "content": "hi"}],
     }
     assert run_request(BlockToolCalls({"rules": [{"tool": "."}]}), request) == request
+
+
+def test_only_the_blocked_calls_result_is_withheld_whatever_else_the_answer_holds() -> None:
+    policy = BlockToolCalls({"rules": [{"tool": "^web_fetch$"}]})
+    odd = {"type": "future_result", "tool_use_id": ["not", "an", "id"]}
+    other = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_other", "content": []}
+    response = message(
+        "",
+        content=[
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_fetch", "input": {}},
+            {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": {}},
+            odd,
+            other,
+        ],
+    )
+    out = run_response(policy, response)
+    assert [b["type"] for b in out["content"]] == ["text", "text", "future_result", other["type"]]
+    assert out["content"][2:] == [odd, other]

@@ -67,6 +67,12 @@ def _is_upstream(block: JSONObject) -> bool:
     return block.get("type") in UPSTREAM_CALL_TYPES
 
 
+def _withheld_call(block: Any, withheld: dict[str, str]) -> str | None:
+    """The tool whose blocked call `block` is the result of, if it is one."""
+    call = block.get("tool_use_id") if isinstance(block, dict) else None
+    return withheld.get(call) if isinstance(call, str) else None
+
+
 @dataclass
 class GateState:
     """One call's stream state: the tool call held back, and what became of earlier ones."""
@@ -142,9 +148,8 @@ class ToolCallGate(Policy[OptionsT]):
                 if upstream:
                     withheld[str(block.get("id"))] = tool
         for index, block in enumerate(content):
-            if isinstance(block, dict) and block.get("tool_use_id") in withheld:
-                text = withheld_text(self.label, withheld[block["tool_use_id"]])
-                content[index] = {"type": "text", "text": text}
+            if (of := _withheld_call(block, withheld)) is not None:
+                content[index] = {"type": "text", "text": withheld_text(self.label, of)}
         remains = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
         if response.get("stop_reason") == "tool_use" and not remains:
             response["stop_reason"] = "end_turn"
@@ -188,16 +193,11 @@ class ToolCallGate(Policy[OptionsT]):
         self, event: StreamEvent, kind: str, payload: JSONObject, state: GateState
     ) -> list[StreamEvent]:
         """The result block of a blocked upstream call becomes a text block saying so."""
-        block = payload.get("content_block")
         index = payload.get("index")
-        if (
-            kind == "content_block_start"
-            and isinstance(block, dict)
-            and block.get("tool_use_id") in state.withheld
-        ):
+        of = _withheld_call(payload.get("content_block"), state.withheld)
+        if kind == "content_block_start" and of is not None:
             state.withholding = index
-            text = withheld_text(self.label, state.withheld[block["tool_use_id"]])
-            return _text_block(index, text, None)[:2]
+            return _text_block(index, withheld_text(self.label, of), None)[:2]
         if state.withholding is not None and index == state.withholding:
             if kind == "content_block_delta":
                 return []
