@@ -28,7 +28,10 @@ GATEWAY_KEY = "gk-readiness-test"
 GET_PARAMETER = "AmazonSSM.GetParameter"
 GET_SECRET = "secretsmanager.GetSecretValue"
 REWRITE = policy_chain(("rewrite_model", {"map": {MODEL: "claude-rewritten"}}))
-BLOCK_ONLY = policy_chain(("block_tool_calls", {"rules": [{"tool": "^bash$"}]}))
+# Response hooks only (the tool policies check requests too: server tools, MCP servers).
+RESPONSE_ONLY = policy_chain(
+    ("string_replace", {"replacements": [["internal", "[codename]"]], "apply_to": "response"})
+)
 
 
 def healthz(url: str) -> httpx2.Response | None:
@@ -43,7 +46,7 @@ def test_healthz_is_not_ready_before_the_chain_is_read(
     aws_proxy: tuple[AWSProxy, str], upstream_url: str, ssm: Any
 ) -> None:
     proxy, aws_url = aws_proxy
-    ssm.put_parameter(Name=PARAMETER, Value=BLOCK_ONLY, Type="String", Overwrite=True)
+    ssm.put_parameter(Name=PARAMETER, Value=RESPONSE_ONLY, Type="String", Overwrite=True)
     proxy.hold()
     with gateway_process(gateway_env(upstream_url, aws_url), ready=False) as (url, _):
         wait_until(lambda: proxy.operations == [GET_PARAMETER])
@@ -73,7 +76,7 @@ def test_healthz_is_not_ready_before_the_chain_is_read(
         # gateway_key mode, a chain with request hooks: chain, flag and both secrets.
         (settings.AUTH_GATEWAY_KEY, REWRITE, [GET_PARAMETER] * 2 + [GET_SECRET] * 2),
         # No request hook means no fallback, so no flag; passthrough means no secrets.
-        (settings.AUTH_PASSTHROUGH, BLOCK_ONLY, [GET_PARAMETER]),
+        (settings.AUTH_PASSTHROUGH, RESPONSE_ONLY, [GET_PARAMETER]),
     ],
     ids=["gateway_key-fallback-possible", "passthrough-no-fallback"],
 )

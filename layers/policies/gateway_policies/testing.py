@@ -130,20 +130,56 @@ def text_block(index: int, *parts: str) -> list[StreamEvent]:
     )
 
 
-def tool_use_block(
-    index: int, name: str, tool_input: JSONObject, *, chunks: int = 3
+def _call_block(
+    index: int, block: JSONObject, tool_input: JSONObject, chunks: int
 ) -> list[StreamEvent]:
-    """A tool_use block whose input JSON arrives split into `chunks` partial deltas."""
     raw = json.dumps(tool_input)
     size = max(1, -(-len(raw) // chunks))
     return _block(
         index,
-        {"type": "tool_use", "id": f"toolu_{index:02d}_{name}", "name": name, "input": {}},
+        block,
         (
             {"type": "input_json_delta", "partial_json": raw[i : i + size]}
             for i in range(0, len(raw), size)
         ),
     )
+
+
+def tool_use_block(
+    index: int, name: str, tool_input: JSONObject, *, chunks: int = 3
+) -> list[StreamEvent]:
+    """A tool_use block whose input JSON arrives split into `chunks` partial deltas."""
+    block = {"type": "tool_use", "id": f"toolu_{index:02d}_{name}", "name": name, "input": {}}
+    return _call_block(index, block, tool_input, chunks)
+
+
+def server_tool_use_block(
+    index: int, name: str, tool_input: JSONObject, *, chunks: int = 3
+) -> list[StreamEvent]:
+    """A call the API made itself to a server tool (`web_search`, ...), id `srvtoolu_<index>`."""
+    block = {"type": "server_tool_use", "id": f"srvtoolu_{index:02d}", "name": name, "input": {}}
+    return _call_block(index, block, tool_input, chunks)
+
+
+def mcp_tool_use_block(
+    index: int, name: str, server: str, tool_input: JSONObject, *, chunks: int = 3
+) -> list[StreamEvent]:
+    """A call the API made itself to an MCP server's tool, id `mcptoolu_<index>`."""
+    block = {
+        "type": "mcp_tool_use",
+        "id": f"mcptoolu_{index:02d}",
+        "name": name,
+        "server_name": server,
+        "input": {},
+    }
+    return _call_block(index, block, tool_input, chunks)
+
+
+def tool_result_block(
+    index: int, block_type: str, tool_use_id: str, content: Any
+) -> list[StreamEvent]:
+    """The result block of a call the API made itself (`web_search_tool_result`, ...)."""
+    return _block(index, {"type": block_type, "tool_use_id": tool_use_id, "content": content}, ())
 
 
 def message_delta(stop_reason: str = "end_turn") -> StreamEvent:
@@ -214,7 +250,7 @@ def assemble(events: Iterable[StreamEvent]) -> JSONObject:
             elif delta["type"] == "input_json_delta":
                 partial_json.append(delta["partial_json"])
             continue
-        if block["type"] == "tool_use" and partial_json:
+        if partial_json:
             block["input"] = json.loads("".join(partial_json))
         content.append(block)
         block = None

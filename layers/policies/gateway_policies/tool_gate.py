@@ -4,6 +4,15 @@ Shared by every policy that decides, call by call, whether the model may use
 a tool (block_tool_calls, tool_call_judge): a subclass only says *whether* a
 call is blocked and why; this module owns *how* a block looks to the client.
 
+A call can also be one the API made itself (`server_tool_use`, `mcp_tool_use`):
+it ran upstream before the gateway saw it. Such a call is judged like a
+`tool_use`, logged as executed upstream, and when blocked it is replaced like
+one and its result block (the block whose `tool_use_id` is its id) is
+withheld. Since judging an answer is too late for those, the request is
+checked first: a server tool the policy would block (`refuses_server_tool`)
+and an MCP server it does not allow (`allowed_mcp_servers`) refuse the request
+before anything is sent (gateway_policies.upstream_tools).
+
 A blocked tool_use block becomes a text block at the same index, so every
 later block keeps its index and the client's accumulator sees contiguous
 indices. In a stream, a tool_use block is held back from its
@@ -16,10 +25,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
+from .upstream_tools import (
+    CALL_TYPES,
+    UPSTREAM_CALL_TYPES,
+    ServerTool,
+    refuse_server_tool,
+    refuse_unlisted_mcp_servers,
+    server_tools,
+)
+
+log = logging.getLogger("gateway_policies.tool_gate")
 
 _UNREADABLE = "its input is not valid JSON, so it could not be checked"
 
@@ -29,8 +50,27 @@ def canonical_input(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def blocked_text(policy: str, tool: str, reason: str) -> str:
+def blocked_text(policy: str, tool: str, reason: str, *, upstream: bool = False) -> str:
+    if upstream:
+        return (
+            f"[Policy Gateway: {policy} blocked a call to tool {tool!r}, which had already run "
+            f"upstream: {reason}; its result is withheld]"
+        )
     return f"[Policy Gateway: {policy} blocked a call to tool {tool!r}: {reason}]"
+
+
+def withheld_text(policy: str, tool: str) -> str:
+    return f"[Policy Gateway: {policy} withheld the result of the blocked call to tool {tool!r}]"
+
+
+def _is_upstream(block: JSONObject) -> bool:
+    return block.get("type") in UPSTREAM_CALL_TYPES
+
+
+def _withheld_call(block: Any, withheld: dict[str, str]) -> str | None:
+    """The tool whose blocked call `block` is the result of, if it is one."""
+    call = block.get("tool_use_id") if isinstance(block, dict) else None
+    return withheld.get(call) if isinstance(call, str) else None
 
 
 @dataclass
@@ -42,16 +82,39 @@ class GateState:
     input: list[str] = field(default_factory=list)
     blocked: int = 0
     kept: int = 0
+    withheld: dict[str, str] = field(default_factory=dict)
+    """Ids of blocked calls that ran upstream, and their tool names: their results are withheld."""
+    withholding: Any = None
+    """The index of the result block being withheld, while it streams."""
 
 
 class ToolCallGate(Policy[OptionsT]):
     """Base of policies that block individual tool calls in model responses.
 
     Subclasses implement `blocked`, returning the reason for a block or None.
+    A server tool in a request is refused unless `refuses_server_tool` says
+    otherwise, and an MCP server unless `allowed_mcp_servers` lists it: by
+    default every one, since no call of theirs can be judged before it runs.
     """
 
     async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> str | None:
         raise NotImplementedError
+
+    def refuses_server_tool(self, tool: ServerTool) -> str | None:
+        """Why a request may not offer this server tool, or None to let it run (its calls
+        are then judged in the answer, after they ran)."""
+        return "this policy cannot judge its calls before they run"
+
+    def allowed_mcp_servers(self) -> Collection[str]:
+        """Names or URLs of the MCP servers a request may name."""
+        return ()
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        refuse_unlisted_mcp_servers(request, self.allowed_mcp_servers(), self.label)
+        for tool in server_tools(request):
+            reason = self.refuses_server_tool(tool)
+            if reason is not None:
+                raise refuse_server_tool(tool, self.label, reason)
 
     async def _verdict(self, tool: str, raw_input: str, ctx: PolicyContext) -> str | None:
         try:
@@ -67,19 +130,26 @@ class ToolCallGate(Policy[OptionsT]):
         calls = [
             (index, block)
             for index, block in enumerate(content)
-            if isinstance(block, dict) and block.get("type") == "tool_use"
+            if isinstance(block, dict) and block.get("type") in CALL_TYPES
         ]
         if not calls:
             return
         reasons = await asyncio.gather(
             *(self.blocked(str(b.get("name")), b.get("input", {}), ctx) for _, b in calls)
         )
+        withheld: dict[str, str] = {}
         for (index, block), reason in zip(calls, reasons, strict=True):
+            tool, upstream = str(block.get("name")), _is_upstream(block)
+            if upstream:
+                self._log_upstream_call(block, reason, ctx)
             if reason is not None:
-                content[index] = {
-                    "type": "text",
-                    "text": blocked_text(self.label, str(block.get("name")), reason),
-                }
+                text = blocked_text(self.label, tool, reason, upstream=upstream)
+                content[index] = {"type": "text", "text": text}
+                if upstream:
+                    withheld[str(block.get("id"))] = tool
+        for index, block in enumerate(content):
+            if (of := _withheld_call(block, withheld)) is not None:
+                content[index] = {"type": "text", "text": withheld_text(self.label, of)}
         remains = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
         if response.get("stop_reason") == "tool_use" and not remains:
             response["stop_reason"] = "end_turn"
@@ -98,7 +168,7 @@ class ToolCallGate(Policy[OptionsT]):
         if (
             kind == "content_block_start"
             and isinstance(block, dict)
-            and block.get("type") == "tool_use"
+            and block.get("type") in CALL_TYPES
         ):
             owed = self._settle(held, state, "a new block began before it ended")
             state.held = [event]
@@ -118,6 +188,22 @@ class ToolCallGate(Policy[OptionsT]):
         if kind == "message_delta":
             owed = self._settle(held, state, "the message ended before its block did")
             return [*owed, self._fix_stop_reason(event, state)]
+        return self._withhold_results(event, kind, payload, state)
+
+    def _withhold_results(
+        self, event: StreamEvent, kind: str, payload: JSONObject, state: GateState
+    ) -> list[StreamEvent]:
+        """The result block of a blocked upstream call becomes a text block saying so."""
+        index = payload.get("index")
+        of = _withheld_call(payload.get("content_block"), state.withheld)
+        if kind == "content_block_start" and of is not None:
+            state.withholding = index
+            return _text_block(index, withheld_text(self.label, of), None)[:2]
+        if state.withholding is not None and index == state.withholding:
+            if kind == "content_block_delta":
+                return []
+            if kind == "content_block_stop":
+                state.withholding = None
         return [event]
 
     def _settle(
@@ -128,10 +214,14 @@ class ToolCallGate(Policy[OptionsT]):
         if held is None:
             return []
         state.held = None
-        state.blocked += 1
         start = held[0].payload or {}
         block = start.get("content_block") or {}
-        text = blocked_text(self.label, str(block.get("name")), reason)
+        tool, upstream = str(block.get("name")), _is_upstream(block)
+        if upstream:
+            state.withheld[str(block.get("id"))] = tool
+        else:
+            state.blocked += 1
+        text = blocked_text(self.label, tool, reason, upstream=upstream)
         return _text_block(start.get("index"), text, None)
 
     async def _release(
@@ -143,11 +233,35 @@ class ToolCallGate(Policy[OptionsT]):
         # A start that already carries its whole input has no deltas to read.
         source = raw_input if len(held) > 1 else json.dumps(block.get("input", {}))
         reason = await self._verdict(tool, source, ctx)
+        upstream = _is_upstream(block)
+        if upstream:
+            self._log_upstream_call(block, reason, ctx)
         if reason is None:
-            state.kept += 1
+            # Only client calls decide the stop reason: a server call never ends the turn.
+            if not upstream:
+                state.kept += 1
             return [*held, stop]
-        state.blocked += 1
-        return _text_block(held[0].json.get("index"), blocked_text(self.label, tool, reason), stop)
+        if upstream:
+            state.withheld[str(block.get("id"))] = tool
+        else:
+            state.blocked += 1
+        text = blocked_text(self.label, tool, reason, upstream=upstream)
+        return _text_block(held[0].json.get("index"), text, stop)
+
+    def _log_upstream_call(self, block: JSONObject, reason: str | None, ctx: PolicyContext) -> None:
+        """Every call the API made itself is on record: it ran, whatever the verdict."""
+        log.log(
+            logging.INFO if reason is None else logging.WARNING,
+            "tool call executed upstream",
+            extra={
+                "call_id": ctx.call_id,
+                "policy": self.label,
+                "block_type": block.get("type"),
+                "tool": str(block.get("name")),
+                "mcp_server": block.get("server_name"),
+                "blocked": reason is not None,
+            },
+        )
 
     @staticmethod
     def _fix_stop_reason(event: StreamEvent, state: GateState) -> StreamEvent:

@@ -6,11 +6,17 @@ input is matched as JSON with sorted keys (`json.dumps(..., sort_keys=True)`),
 the same text whether the response streams or not. When a rule has both keys,
 both must match. A blocked call becomes a text block saying what was blocked
 and why (see gateway_policies.tool_gate).
+
+Server tools run upstream, before any call of theirs can be checked: a request
+offering one whose name (or, for code execution, a name its calls carry) a
+rule's `tool` matches is refused before anything is sent, whatever the rule's
+`input` says. MCP servers are refused unless `allowed_mcp_servers` lists them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
@@ -18,6 +24,8 @@ from pydantic import Field, field_validator, model_validator
 from ..base import PolicyContext
 from ..options import PolicyOptions
 from ..tool_gate import ToolCallGate, canonical_input
+from ..tool_options import McpServerOptions
+from ..upstream_tools import ServerTool
 
 
 class ToolRule(PolicyOptions):
@@ -45,7 +53,7 @@ class ToolRule(PolicyOptions):
         return " and ".join(f"{key} ~ /{value}/" for key, value in pairs if value is not None)
 
 
-class BlockToolCallsOptions(PolicyOptions):
+class BlockToolCallsOptions(McpServerOptions):
     rules: list[ToolRule] = Field(min_length=1)
 
 
@@ -61,6 +69,21 @@ class BlockToolCalls(ToolCallGate[BlockToolCallsOptions]):
             )
             for rule in self.options.rules
         ]
+
+    def refuses_server_tool(self, tool: ServerTool) -> str | None:
+        names = tool.names or (tool.type,)
+        for number, (rule, tool_re, _) in enumerate(self._rules, start=1):
+            if tool_re is not None and any(tool_re.search(name) for name in names):
+                if rule.input is None:
+                    return f"it matches rule {number} ({rule.describe()})"
+                return (
+                    f"rule {number} ({rule.describe()}) names it, and its input cannot be "
+                    "checked before it runs"
+                )
+        return None
+
+    def allowed_mcp_servers(self) -> Collection[str]:
+        return self.options.allowed_mcp_servers
 
     async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> str | None:
         # The JSON text, then every string value as the tool will see it: in JSON

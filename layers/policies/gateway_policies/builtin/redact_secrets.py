@@ -14,7 +14,8 @@ whose signatures the API checks. Kinds:
   including a digit, so prose such as "Bearer authentication" survives
 - `private_key`: a PEM private key block, up to the end of the text when its
   END line is missing (a pasted key cut short is still a key)
-- `email`: e-mail addresses
+- `email`: e-mail addresses within RFC 5321's limits (a local part of at most
+  64 characters, domain labels of at most 63)
 
 Not bypassable: the passthrough fallback would resend the unredacted original.
 """
@@ -44,6 +45,15 @@ Kind = Literal[
 # Prefixed kinds have no leading word boundary: in JSON-encoded tool output a
 # key often follows a literal "\\n" or "\\t", whose letter is a word character.
 # Redacting a little too much is the safe side of this trade.
+#
+# Every pattern runs over up to the whole body limit of text, so each must be
+# linear in it. A run of a class may be unbounded only when a scan of it is never
+# repeated from a later start: the match then succeeds and consumes the run (the
+# key kinds, the PEM body), or the run cannot hold another start (a bearer token
+# ends at whitespace, which every later `Bearer ` needs). Otherwise it is bounded:
+# the e-mail's local part, unbounded, made "a.a.a…" without an "@" rescan the rest
+# of the run from each of its characters (quadratic: minutes of CPU per request).
+# tests/test_redaction_cpu.py holds each pattern to this.
 PATTERNS: dict[str, re.Pattern[str]] = {
     "private_key": re.compile(
         r"(?P<secret>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
@@ -64,7 +74,12 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "bearer_token": re.compile(
         r"(?i:\bbearer)\s+(?P<secret>(?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{8,}=*)"
     ),
-    "email": re.compile(r"(?P<secret>\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+)"),
+    # A local part of at most 64 characters (RFC 5321) and labels of at most 63
+    # (RFC 1035). Possessive (`+`): a run that cannot be followed by "@" or "."
+    # is never retried shorter, since a shorter one is followed by a class character.
+    "email": re.compile(
+        r"(?P<secret>\b[A-Za-z0-9._%+\-]{1,64}+@[A-Za-z0-9\-]{1,63}+(?:\.[A-Za-z0-9\-]{1,63})+)"
+    ),
 }
 
 

@@ -9,6 +9,11 @@ missing tool or forces a tool call with no tools:
   tools defined): a placeholder tool stays, with `tool_choice` `none`.
 `disable_parallel_tool_use` is kept whenever the choice survives.
 
+A server tool is removed like any other by its name, and a code execution tool
+also when `names` lists a name its calls carry (`bash_code_execution`): it
+cannot be given only in part. MCP servers are refused unless
+`allowed_mcp_servers` lists them (gateway_policies.upstream_tools).
+
 Not bypassable: the point is that the model never gets the tool, and the
 fallback would resend the original request with it.
 """
@@ -18,7 +23,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from ..base import JSONObject, Policy, PolicyContext
-from ..options import PolicyOptions
+from ..tool_options import McpServerOptions
+from ..upstream_tools import refuse_unlisted_mcp_servers, server_tools
 
 PLACEHOLDER_TOOL = {
     "name": "no_tools_available",
@@ -37,7 +43,7 @@ def _has_tool_blocks(request: JSONObject) -> bool:
     )
 
 
-class StripToolsOptions(PolicyOptions):
+class StripToolsOptions(McpServerOptions):
     names: list[str] = Field(min_length=1)
 
 
@@ -46,13 +52,20 @@ class StripTools(Policy[StripToolsOptions]):
     bypassable = False
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        refuse_unlisted_mcp_servers(request, self.options.allowed_mcp_servers, self.label)
         tools = request.get("tools")
         if not isinstance(tools, list):
             return
-        names = set(self.options.names)
-        kept = [t for t in tools if not (isinstance(t, dict) and t.get("name") in names)]
-        if len(kept) == len(tools):
+        listed = set(self.options.names)
+        removed = {
+            index
+            for index, t in enumerate(tools)
+            if isinstance(t, dict) and t.get("name") in listed
+        } | {tool.index for tool in server_tools(request) if listed.intersection(tool.names)}
+        if not removed:
             return
+        kept = [t for index, t in enumerate(tools) if index not in removed]
+        names = listed | {tools[index].get("name") for index in removed}
         if not kept:
             if _has_tool_blocks(request):
                 # The API refuses a conversation holding tool_use/tool_result

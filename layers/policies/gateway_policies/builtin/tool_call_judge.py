@@ -10,6 +10,11 @@ gateway_policies.tool_gate machinery, streaming included).
 Fail-secure: a judge that errs, times out or answers in another shape blocks
 the call, and the failure is logged (stdlib `logging`, logger
 `gateway_policies.tool_call_judge`) with the error's type, never the call.
+
+A server tool's calls run upstream before the judge could see them: a request
+offering a server tool is refused unless `allowed_server_tools` names it (by
+name or type); an allowed one's calls are judged afterwards, in the answer,
+and logged as executed upstream. MCP servers likewise need `allowed_mcp_servers`.
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ import asyncio
 import json
 import logging
 import os
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
 from ..base import PolicyContext
-from ..options import PolicyOptions
 from ..tool_gate import ToolCallGate, canonical_input
+from ..tool_options import McpServerOptions
+from ..upstream_tools import ServerTool
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -40,7 +47,7 @@ DEFAULT_PROMPT = (
 )
 
 
-class ToolCallJudgeOptions(PolicyOptions):
+class ToolCallJudgeOptions(McpServerOptions):
     model: str = "claude-haiku-4-5"
     prompt: str = Field(default=DEFAULT_PROMPT, min_length=1)
     threshold: float = Field(default=0.5, ge=0, le=1)
@@ -48,6 +55,9 @@ class ToolCallJudgeOptions(PolicyOptions):
     api_key_env: str = "ANTHROPIC_API_KEY"
     timeout: float = Field(default=10.0, gt=0)
     max_tokens: int = Field(default=256, ge=16)
+    allowed_server_tools: list[str] = Field(default_factory=list)
+    """Server tools (by name or type) a request may offer; none by default. Their calls run
+    upstream before the judge sees them: judged afterwards, in the answer, and logged."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -70,6 +80,15 @@ class ToolCallJudge(ToolCallGate[ToolCallJudgeOptions]):
     _client_loop: asyncio.AbstractEventLoop | None = None
 
     _client_key: str | None = None
+
+    def refuses_server_tool(self, tool: ServerTool) -> str | None:
+        allowed = self.options.allowed_server_tools
+        if tool.name in allowed or tool.type in allowed:
+            return None
+        return "the judge cannot see its calls before they run, and the operator has not allowed it"
+
+    def allowed_mcp_servers(self) -> Collection[str]:
+        return self.options.allowed_mcp_servers
 
     async def _api_key(self, ctx: PolicyContext) -> str | None:
         """The judge's key: the `api_key_env` variable, else the gateway's own Anthropic key.

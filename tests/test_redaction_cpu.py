@@ -1,0 +1,122 @@
+"""Every redact_secrets pattern stays linear on the worst text a client can send.
+
+A request body may hold up to the body limit of text, all of it in one text
+slot, and every built-in pattern runs over all of it. A pattern that
+backtracks quadratically (an unbounded run that can fail and restart at each
+following character) turns one such request into minutes of billed CPU. Each
+pattern here meets inputs cut from its own definition: runs built from each of
+its character classes (`"a." * N` for the e-mail's local part) and repeated
+prefixes of a text it redacts (`"jane.doe@example." * N`), which match almost
+to the end and then fail, at every start.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import time
+
+import pytest
+from gateway_policies.builtin.redact_secrets import PATTERNS, RedactSecrets
+from gateway_policies.testing import run_request
+from policy_gateway.settings import MAX_REQUEST_BYTES
+
+from .test_builtin_policies import request
+
+# A text each pattern must redact, per alternative of the pattern: the
+# pathological inputs are cut from these.
+SAMPLES: dict[str, list[str]] = {
+    "private_key": [
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----",
+    ],
+    "anthropic_api_key": ["sk-ant-api03-AbCdEf0123456789_xyz"],
+    "aws_access_key_id": ["AKIAIOSFODNN7EXAMPLE", "ASIAIOSFODNN7EXAMPLE"],
+    "aws_secret_access_key": [
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        '"SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"',
+    ],
+    "github_token": ["ghp_" + "a1B2c3D4e5" * 4, "github_pat_" + "a1B2c3D4e5_" * 3],
+    "bearer_token": ["Bearer abc123.def456-ghi~jkl+mno/pqr=="],
+    "email": ["jane.doe+tag%x@mail-1.example.co.uk"],
+}
+
+# Generous: a linear pass over the body limit takes well under a second per
+# input here; a quadratic one takes minutes on the first input.
+CPU_SECONDS_PER_INPUT = 2.0
+# The same inputs at growing sizes, each allowed its share of the budget: a
+# quadratic pattern fails at a few kilobytes instead of running for an hour.
+RAMP = (512, 64, 8, 1)
+RAMP_FLOOR_SECONDS = 0.05
+
+_CLASS = re.compile(r"\[(?:\\.|[^\]\\])+\]")
+
+
+def character_classes(pattern: re.Pattern[str]) -> list[str]:
+    """The printable characters of each bracket class in the pattern, in order."""
+    return [
+        "".join(c for c in string.printable if re.fullmatch(source, c))
+        for source in _CLASS.findall(pattern.pattern)
+    ]
+
+
+def run_units(members: str) -> list[str]:
+    """Units whose repetition is a long run of one class: letters and digits broken by each of
+    its other characters in turn, as in `a.a.a.` and `a1.a1.` for an e-mail's local part."""
+    letter = next((c for c in members if c.isalpha()), members[0])
+    digit = next((c for c in members if c.isdigit()), "")
+    others = [c for c in members if not c.isalnum()]
+    heads = [letter, letter + digit]
+    return [head + tail for head in heads for tail in ["", *others, "".join(others)]]
+
+
+def prefix_units(sample: str) -> list[str]:
+    """Prefixes of a text the pattern redacts: repeated, each start matches almost to the end."""
+    cuts = {1, 2, 3, len(sample) // 4, len(sample) // 2, 3 * len(sample) // 4, len(sample) - 1}
+    return [sample[:cut] for cut in sorted(cuts) if cut > 0]
+
+
+def pathological_units(kind: str) -> list[str]:
+    units = [u for members in character_classes(PATTERNS[kind]) for u in run_units(members)]
+    units += [u for sample in SAMPLES[kind] for u in prefix_units(sample)]
+    return list(dict.fromkeys(units))
+
+
+def repeated(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def cpu_seconds(policy: RedactSecrets, text: str) -> float:
+    started = time.process_time()
+    policy.rewrite(text)
+    return time.process_time() - started
+
+
+def test_every_pattern_has_samples_it_redacts() -> None:
+    assert sorted(SAMPLES) == sorted(PATTERNS)
+    for kind, samples in SAMPLES.items():
+        policy = RedactSecrets({"kinds": [kind]})
+        for sample in samples:
+            out = run_request(policy, request(f"see {sample} here"))
+            assert f"[REDACTED:{kind}]" in out["messages"][0]["content"], (kind, sample)
+
+
+def test_the_inputs_come_from_each_patterns_own_classes() -> None:
+    units = pathological_units("email")
+    for expected in ("a.", "a-", "a0.", "a%", "a+", "jane.doe+tag%x@mail-1.example.co.u"):
+        assert expected in units
+
+
+@pytest.mark.load
+@pytest.mark.parametrize("kind", list(PATTERNS))
+def test_each_pattern_is_linear_at_the_body_limit(kind: str) -> None:
+    policy = RedactSecrets({"kinds": [kind]})
+    for unit in pathological_units(kind):
+        for divisor in RAMP:
+            size = MAX_REQUEST_BYTES // divisor
+            allowed = max(RAMP_FLOOR_SECONDS, CPU_SECONDS_PER_INPUT / divisor)
+            seconds = cpu_seconds(policy, repeated(unit, size))
+            assert seconds <= allowed, (
+                f"{kind}: {seconds:.2f} s of CPU for {size} bytes of {unit!r}... "
+                f"(allowed {allowed:.2f} s): the pattern is not linear"
+            )
