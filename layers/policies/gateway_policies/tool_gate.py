@@ -163,7 +163,7 @@ class ToolCallGate(Policy[OptionsT]):
             # a tool_use block; it goes on as it came.
             return [event]
         # By the data's type, as the client dispatches, never by the event's name.
-        kind = payload.get("type")
+        kind = event.type
         block = payload.get("content_block")
         if (
             kind == "content_block_start"
@@ -191,7 +191,7 @@ class ToolCallGate(Policy[OptionsT]):
         return self._withhold_results(event, kind, payload, state)
 
     def _withhold_results(
-        self, event: StreamEvent, kind: str, payload: JSONObject, state: GateState
+        self, event: StreamEvent, kind: str | None, payload: JSONObject, state: GateState
     ) -> list[StreamEvent]:
         """The result block of a blocked upstream call becomes a text block saying so."""
         index = payload.get("index")
