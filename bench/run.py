@@ -218,7 +218,7 @@ class Environment:
             "AWS_ENDPOINT_URL_DYNAMODB": f"http://{HOST}:{moto_port}",
         }
         import boto3
-        from policy_gateway.budget_table import create_table
+        from policy_gateway.fallback.budget_table import create_table
 
         def client(service: str) -> Any:
             return boto3.client(  # type: ignore[call-overload]

@@ -21,8 +21,8 @@ from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 from policy_gateway import settings
 from policy_gateway.app import create_app
-from policy_gateway.budget_table import create_table
-from policy_gateway.logs import logger
+from policy_gateway.fallback.budget_table import create_table
+from policy_gateway.observability.logs import logger
 
 from .support.aws import AWSProxy
 from .support.clock import ManualClock

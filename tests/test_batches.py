@@ -13,8 +13,8 @@ import httpx2
 import psutil
 import pytest
 from policy_gateway import lambda_context, settings
-from policy_gateway.batches import public_base, rewrite_results_urls
 from policy_gateway.errors import GatewayError
+from policy_gateway.routes.batches import public_base, rewrite_results_urls
 
 from .conftest import UPSTREAM_KEY
 from .support.client import HEADERS, error_of, policy_chain

@@ -20,8 +20,9 @@ import anthropic
 import httpx2
 import pytest
 from gateway_policies.testing import as_pairs, stream, text_block, tool_use_block
-from policy_gateway import provider, settings
+from policy_gateway import settings
 from policy_gateway.app import create_app
+from policy_gateway.upstream import provider
 
 from .support.client import HEADERS, error_of, policy_chain, request_body, sse_frames
 from .support.fake_bedrock import (
@@ -463,8 +464,8 @@ def test_the_anthropic_provider_never_loads_the_bedrock_module() -> None:
         "from policy_gateway.app import _build_gateway\n"
         "from policy_gateway.settings import Settings\n"
         "_build_gateway(Settings(), time.time)\n"
-        "print(sorted(m for m in ('policy_gateway.bedrock', 'policy_gateway.eventstream',"
-        " 'botocore.auth') if m in sys.modules))\n"
+        "print(sorted(m for m in ('policy_gateway.upstream.bedrock.provider',"
+        " 'policy_gateway.upstream.bedrock.eventstream', 'botocore.auth') if m in sys.modules))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

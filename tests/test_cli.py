@@ -11,7 +11,7 @@ from typing import Any
 import anthropic
 import pytest
 from policy_gateway import settings
-from policy_gateway.auth import key_caller
+from policy_gateway.auth.authenticator import key_caller
 
 from .support.cli import cli, status_of
 from .support.clock import eventually

@@ -23,7 +23,7 @@ from typing import Any
 import boto3
 import pytest
 from policy_gateway import names, settings
-from policy_gateway.doctor_values import mismatched_alarms
+from policy_gateway.cli.doctor.values import mismatched_alarms
 
 from .support.cfn import ROOT, Stack, load_template
 from .support.cli import cli
@@ -327,7 +327,8 @@ def test_serving_never_imports_the_operator_side() -> None:
     CloudWatch) belong to the CLI; the gateway's cold start must not pay for them."""
     code = (
         "import sys\n"
-        "from policy_gateway import cli, settings\n"
+        "from policy_gateway import settings\n"
+        "from policy_gateway.cli import main\n"
         "from policy_gateway.app import create_app\n"
         "create_app(settings.Settings())\n"
         "print(sorted(m for m in sys.modules if m.startswith('policy_gateway')))\n"
@@ -336,6 +337,6 @@ def test_serving_never_imports_the_operator_side() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     loaded = result.stdout
-    assert "policy_gateway.cli" in loaded
-    assert "policy_gateway.doctor" not in loaded
-    assert "policy_gateway.deployment" not in loaded
+    assert "policy_gateway.cli.main" in loaded
+    assert "policy_gateway.cli.doctor" not in loaded
+    assert "policy_gateway.cli.deployment" not in loaded

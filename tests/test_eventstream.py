@@ -16,7 +16,7 @@ import pytest
 from botocore.eventstream import EventStreamBuffer
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from policy_gateway.eventstream import (
+from policy_gateway.upstream.bedrock.eventstream import (
     MAX_PAYLOAD_LENGTH,
     EventStreamDecoder,
     EventStreamError,

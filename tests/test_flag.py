@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from policy_gateway.flag import FallbackFlag, parse_flag
+from policy_gateway.fallback.flag import FallbackFlag, parse_flag
 
 from .support.clock import ManualClock
 

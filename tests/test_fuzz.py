@@ -15,16 +15,16 @@ import pytest
 from gateway_policies import PolicyContext, StreamEvent, load_chain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from policy_gateway import sse
-from policy_gateway.auth import PassthroughAuth
-from policy_gateway.budget import from_settings
-from policy_gateway.endpoint import Gateway
-from policy_gateway.fallback import Fallback
-from policy_gateway.flag import FallbackFlag
-from policy_gateway.messages import MessagesEndpoint
+from policy_gateway.auth.authenticator import PassthroughAuth
+from policy_gateway.fallback.budget import from_settings
+from policy_gateway.fallback.flag import FallbackFlag
+from policy_gateway.fallback.send import Fallback
 from policy_gateway.policy_source import PolicySource
+from policy_gateway.routes import chunks as sse
+from policy_gateway.routes.endpoint import Gateway
+from policy_gateway.routes.messages import MessagesEndpoint
 from policy_gateway.settings import Settings
-from policy_gateway.upstream import UpstreamClient
+from policy_gateway.upstream.client import UpstreamClient
 
 from .support.client import HEADERS, request_body, sse_frames
 

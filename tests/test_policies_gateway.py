@@ -21,7 +21,7 @@ from gateway_policies.testing import (
     text_block,
     tool_use_block,
 )
-from policy_gateway.sse import SSEDecoder
+from policy_gateway.routes.chunks import SSEDecoder
 
 from .conftest import PutSecret
 from .support.client import policy_chain

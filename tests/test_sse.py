@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gateway_policies import StreamEvent
-from gateway_policies.sse import SSEDecoder, encode, encode_many
+from gateway_policies.runtime.sse import SSEDecoder, encode, encode_many
 
 
 def decode(*chunks: bytes) -> list[tuple[str, str]]:

@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 from fallback_breaker import handler as breaker
-from gateway_policies.loader import load_chain
-from policy_gateway import budget_table, names, settings
+from gateway_policies.runtime.loader import load_chain
+from policy_gateway import names, settings
+from policy_gateway.fallback import budget_table
 
 from .support.cfn import ROOT, TEMPLATE, Stack, insight_rule_body, load_template
 from .support.clock import eventually

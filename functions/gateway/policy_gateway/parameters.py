@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.to_thread
 
-from .logs import logger
+from .observability.logs import logger
 
 T = TypeVar("T")
 

@@ -15,8 +15,8 @@ from .base import (
     PolicyViolation,
     StreamEvent,
 )
-from .chain import PolicyChain, PolicyFailure
-from .loader import BUILTIN_POLICIES, load_chain
+from .runtime.chain import PolicyChain, PolicyFailure
+from .runtime.loader import BUILTIN_POLICIES, load_chain
 from .text import TextRewriter, response_text_slots, rewrite_text, text_slots
 from .tool_gate import ToolCallGate, canonical_input
 
