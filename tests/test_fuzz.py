@@ -13,6 +13,7 @@ import anyio
 import httpx2
 import pytest
 from gateway_policies import PolicyContext, StreamEvent, load_chain
+from gateway_policies.runtime.sse import SSEDecoder, encode_many
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from policy_gateway.auth.authenticator import PassthroughAuth
@@ -20,7 +21,6 @@ from policy_gateway.fallback.budget import from_settings
 from policy_gateway.fallback.flag import FallbackFlag
 from policy_gateway.fallback.send import Fallback
 from policy_gateway.policy_source import PolicySource
-from policy_gateway.routes import chunks as sse
 from policy_gateway.routes.endpoint import Gateway
 from policy_gateway.routes.messages import MessagesEndpoint
 from policy_gateway.settings import Settings
@@ -145,7 +145,7 @@ def sse_streams(draw: st.DrawFn) -> tuple[list[tuple[str, str]], list[bytes], bo
 
 
 def _decode(chunks: list[bytes]) -> list[StreamEvent]:
-    decoder = sse.SSEDecoder()
+    decoder = SSEDecoder()
     decoded = [event for chunk in chunks for event in decoder.feed(chunk)]
     return decoded + decoder.flush()
 
@@ -159,7 +159,7 @@ def test_sse_decoder_and_encoder_round_trip_any_chunking(
     decoded = _decode(chunks)
     if not truncated:
         assert [(event.event, event.data) for event in decoded] == sequence
-    encoded = sse.encode_many(decoded)
+    encoded = encode_many(decoded)
     assert sse_frames(encoded.decode()) == [(event.event, event.data) for event in decoded]
     assert [(e.event, e.data) for e in _decode([encoded])] == [(e.event, e.data) for e in decoded]
 

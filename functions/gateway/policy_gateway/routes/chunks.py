@@ -1,8 +1,8 @@
-"""Server-sent events on the relay: chunk coalescing here, the wire format in the layer.
+"""The relay's reads: the upstream's chunks coalesced into as few writes as arrive together.
 
-The decoder and encoder live in gateway_policies.sse, so that a policy's
-tests (gateway_policies.testing) run events through exactly the code that the
-relay uses.
+The SSE wire format (decoder and encoder) lives in the layer,
+gateway_policies.runtime.sse, so that a policy's tests (gateway_policies.testing)
+run events through exactly the code that the relay uses.
 """
 
 from __future__ import annotations
@@ -11,9 +11,6 @@ from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-from gateway_policies.runtime.sse import SSEDecoder, encode, encode_many
-
-__all__ = ["READ_AHEAD_CHUNKS", "SSEDecoder", "coalesced", "encode", "encode_many"]
 
 # Chunks read ahead of the client: enough to batch a burst, small enough that a
 # slow client still holds back the upstream read (backpressure) almost at once.

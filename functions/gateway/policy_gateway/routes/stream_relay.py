@@ -13,6 +13,7 @@ import time
 
 import anyio
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation, StreamEvent
+from gateway_policies.runtime.sse import SSEDecoder, encode_many
 
 from .. import names
 from ..call import DEADLINE_ERROR, Call, merge_headers
@@ -21,7 +22,7 @@ from ..observability import metrics
 from ..observability.logs import logger
 from ..upstream.client import UpstreamResponse
 from ..upstream.errors import UpstreamUnavailable
-from . import chunks as sse
+from .chunks import coalesced
 from .refusal import policy_error
 
 _SSE_HEADERS = [
@@ -51,7 +52,7 @@ class StreamRelay:
         self.ctx = ctx
         self.call = call
         self.committed = False
-        self.decoder = sse.SSEDecoder()
+        self.decoder = SSEDecoder()
 
     async def run(self) -> None:
         upstream = self.upstream
@@ -93,7 +94,7 @@ class StreamRelay:
             await self.call.send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _pump(self) -> None:
-        async with sse.coalesced(self.upstream.chunks()) as chunks:
+        async with coalesced(self.upstream.chunks()) as chunks:
             async for chunk in chunks:
                 events = self.decoder.feed(chunk)
                 if events:
@@ -142,7 +143,7 @@ class StreamRelay:
 
     async def _body(self, events: list[StreamEvent]) -> None:
         if events:
-            body = sse.encode_many(events)
+            body = encode_many(events)
             await self.call.send({"type": "http.response.body", "body": body, "more_body": True})
 
     async def _fail(self, error: GatewayError) -> None:

@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from gateway_policies import StreamEvent
+from gateway_policies.runtime.sse import encode
 
-from ...routes import chunks as sse
 from .errors import exception_error
 from .eventstream import EventStreamDecoder, EventStreamError, Message
 
@@ -72,7 +72,7 @@ def _frame(message: Message) -> tuple[bytes, bool]:
     else:
         code = str(headers.get(":error-code", "InternalFailure"))
         _, error = exception_error(code, str(headers.get(":error-message", "")), 500)
-    return sse.encode(StreamEvent.from_json("error", error)), True
+    return encode(StreamEvent.from_json("error", error)), True
 
 
 def _event(payload: bytes) -> bytes:
@@ -95,5 +95,5 @@ def _event(payload: bytes) -> bytes:
     except (ValueError, KeyError, TypeError):
         raise EventStreamError("a chunk without a Messages API event") from None
     if b"\n" in data or b"\r" in data:
-        return sse.encode(StreamEvent(name.decode(), data.decode()))
+        return encode(StreamEvent(name.decode(), data.decode()))
     return b"event: " + name + b"\ndata: " + data + b"\n\n"
