@@ -22,7 +22,7 @@ import pytest
 from gateway_policies.testing import as_pairs, stream, text_block, tool_use_block
 from policy_gateway import settings
 from policy_gateway.app import create_app
-from policy_gateway.upstream import provider
+from policy_gateway.upstream.client import provider_for
 
 from .support.client import HEADERS, error_of, policy_chain, request_body, sse_frames
 from .support.fake_bedrock import (
@@ -477,9 +477,7 @@ def test_bad_bedrock_configuration_fails_the_start() -> None:
     with pytest.raises(ValueError, match=settings.ENV_UPSTREAM_PROVIDER):
         settings.Settings(upstream_provider="vertex")
     with pytest.raises(ValueError, match=settings.ENV_BEDROCK_MODEL_MAP):
-        provider.provider_for(
-            settings.Settings(upstream_provider="bedrock", bedrock_model_map="[1, 2]")
-        )
+        provider_for(settings.Settings(upstream_provider="bedrock", bedrock_model_map="[1, 2]"))
 
 
 def test_bedrock_region_defaults_to_the_functions_region() -> None:

@@ -6,7 +6,7 @@ httpx2's errors are translated here, into UpstreamStatusError and
 UpstreamUnavailable, and nowhere else. Retries follow retry.py, up to
 UPSTREAM_MAX_RETRIES times; a stream that has started is never retried. Every
 attempt is one trace span. What differs between upstream APIs is the
-`Provider` (provider.py).
+`Provider` (provider.py), chosen here (`provider_for`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import httpx2
 
 from .. import names, settings
 from ..observability import metrics, tracing
+from .anthropic import AnthropicProvider
 from .errors import UpstreamStatusError, unavailable
-from .provider import Provider, provider_for
+from .provider import Provider
 from .retry import retry_delay, should_retry
 
 
@@ -194,3 +195,12 @@ def _request_id(response: httpx2.Response, provider: Provider, span: tracing.Spa
     request_id = request_id[:100]
     span.describe(names.ATTRIBUTE_UPSTREAM_REQUEST_ID, request_id)
     return request_id
+
+
+def provider_for(config: settings.Settings) -> Provider:
+    if config.bedrock:
+        # Imported only here: it brings botocore, which the Anthropic path never needs.
+        from .bedrock.provider import BedrockProvider
+
+        return BedrockProvider(config)
+    return AnthropicProvider(config.upstream_base_url)
