@@ -23,8 +23,8 @@ worker loop (offload.py), like the request hooks themselves.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
 from gateway_policies import PolicyChain, PolicyContext
 from gateway_policies.runtime.diff import changed_locations, format_path
@@ -43,16 +43,20 @@ FALLBACK_STATUSES = frozenset({400, 404, 413, 422})
 # The log names at most this many changed paths: a policy that rewrote a
 # million tiny objects must not write a million paths into one line.
 MAX_LOGGED_PATHS = 50
-LABEL_POLICY = "policy"
-LABEL_FALLBACK = "passthrough-fallback"
 _UNPARSED = object()
 
-Attempt = Callable[[bytes, str], Awaitable[UpstreamResponse]]
-"""Sends one body upstream under a span label: `attempt(body, label)`."""
+
+class Send(Protocol):
+    """The route's one way upstream (`GatewayEndpoint._send`): one body, under a span label."""
+
+    def __call__(
+        self, call: Call, body: bytes, label: str, *, stream: bool
+    ) -> Awaitable[UpstreamResponse]: ...
 
 
-class Attempted:
-    """The request a call prepared: the original, what the chain made of it, and how.
+class PreparedRequest:
+    """The request a call prepared, before any attempt: the original, what the chain made
+    of it, and how.
 
     The original is parsed at most once, and only on the error path; the
     fallback's record then replays the request hooks on that same parse, so
@@ -97,26 +101,26 @@ class Fallback:
         self.flag = flag
         self.budget = budget
 
-    async def send(self, call: Call, attempted: Attempted, attempt: Attempt) -> UpstreamResponse:
+    async def send(self, call: Call, prepared: PreparedRequest, send: Send) -> UpstreamResponse:
         """The first attempt's answer, or the original's when the fallback fires.
 
         Raises the upstream's error (UpstreamStatusError, UpstreamUnavailable)
         of whichever attempt was the last.
         """
         try:
-            return await attempt(attempted.sent, LABEL_POLICY)
+            return await send(call, prepared.sent, names.LABEL_POLICY, stream=call.stream)
         except UpstreamStatusError as error:
             try:
-                fall_back = await self._allows(call, error, attempted)
+                fall_back = await self._allows(call, error, prepared)
                 if fall_back:
-                    await record(error, attempted, call.credentials)
+                    await record(error, prepared, call.credentials)
             finally:
                 error.span.end()
             if not fall_back:
                 raise
         call.fallback = FALLBACK_RETRYING
         try:
-            upstream = await attempt(attempted.original, LABEL_FALLBACK)
+            upstream = await send(call, prepared.original, names.LABEL_FALLBACK, stream=call.stream)
         except (UpstreamStatusError, UpstreamUnavailable):
             call.fallback = FALLBACK_FAILED
             metrics.count(names.METRIC_FALLBACK_FAILED)
@@ -125,10 +129,11 @@ class Fallback:
         metrics.count(names.METRIC_FALLBACK_SUCCEEDED)
         return upstream
 
-    async def _allows(self, call: Call, error: UpstreamStatusError, attempted: Attempted) -> bool:
+    async def _allows(
+        self, call: Call, error: UpstreamStatusError, prepared: PreparedRequest
+    ) -> bool:
         if not (
-            attempted.chain.has_request_hooks
-            and await should_fall_back(error, attempted, self.flag)
+            prepared.chain.has_request_hooks and await should_fall_back(error, prepared, self.flag)
         ):
             return False
         # The budget is spent only when everything else allows the fallback,
@@ -140,27 +145,27 @@ class Fallback:
 
 
 async def should_fall_back(
-    error: UpstreamStatusError, attempted: Attempted, flag: FallbackFlag
+    error: UpstreamStatusError, prepared: PreparedRequest, flag: FallbackFlag
 ) -> bool:
     """The five conditions, cheapest first; the original is parsed only when the rest hold."""
-    if error.status not in FALLBACK_STATUSES or attempted.sent is attempted.original:
+    if error.status not in FALLBACK_STATUSES or prepared.sent is prepared.original:
         return False
     if not await flag.enabled():
         return False
-    if not attempted.chain.bypassable:
+    if not prepared.chain.bypassable:
         logger.info(
             "passthrough fallback not taken: the chain has non-bypassable policies",
             extra={
                 "fallback_status": error.status,
-                "non_bypassable": attempted.chain.non_bypassable,
+                "non_bypassable": prepared.chain.non_bypassable,
             },
         )
         return False
-    return await offload.run(attempted.differs())
+    return await offload.run(prepared.differs())
 
 
 async def record(
-    error: UpstreamStatusError, attempted: Attempted, credentials: Credentials
+    error: UpstreamStatusError, prepared: PreparedRequest, credentials: Credentials
 ) -> None:
     """Make the fallback loud, before the retry: metric, trace annotations, WARNING log.
 
@@ -173,12 +178,12 @@ async def record(
     """
     metrics.count(names.METRIC_FALLBACK)
     metrics.flush()
-    ctx = attempted.ctx
+    ctx = prepared.ctx
     details: dict[str, Any] = {}
     try:
         error.span.annotate(names.ANNOTATION_FALLBACK, True)
         error.span.annotate(names.ANNOTATION_FALLBACK_STATUS, error.status)
-        paths, attribution = await offload.run(_attribute(attempted, ctx.replay()))
+        paths, attribution = await offload.run(_attribute(prepared, ctx.replay()))
         details = {"changed_paths": paths, "changed_by_policy": attribution}
         if attribution:
             error.span.annotate(names.ANNOTATION_FALLBACK_POLICIES, ",".join(sorted(attribution)))
@@ -198,15 +203,15 @@ async def record(
 
 
 async def _attribute(
-    attempted: Attempted, ctx: PolicyContext
+    prepared: PreparedRequest, ctx: PolicyContext
 ) -> tuple[list[str], dict[str, list[str]]]:
     """The paths the chain changed, and which policy changed which (consumes the parse)."""
-    document = attempted.document()
-    locations = changed_locations(document, attempted.modified, limit=MAX_LOGGED_PATHS + 1)
+    document = prepared.document()
+    locations = changed_locations(document, prepared.modified, limit=MAX_LOGGED_PATHS + 1)
     paths = [format_path(location) for location in locations[:MAX_LOGGED_PATHS]]
     if len(locations) > MAX_LOGGED_PATHS:
         paths.append("<more paths not listed>")
-    attribution = await attempted.chain.attribute_changes(
+    attribution = await prepared.chain.attribute_changes(
         document, locations[:MAX_LOGGED_PATHS], ctx
     )
     return paths, attribution

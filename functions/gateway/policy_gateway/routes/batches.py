@@ -34,13 +34,13 @@ from urllib.parse import urlsplit
 
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation
 
-from .. import lambda_context, offload
+from .. import lambda_context, names, offload
 from ..call import Call
 from ..errors import GatewayError
 from ..settings import Settings
 from ..upstream.client import UpstreamResponse
 from .body import dump_json, parse_object
-from .endpoint import GatewayEndpoint, upstream_path
+from .endpoint import GatewayEndpoint
 from .passthrough import PassthroughEndpoint
 from .refusal import policy_error
 
@@ -68,20 +68,8 @@ class BatchCreateEndpoint(GatewayEndpoint):
             error = policy_error(refused.cause)
             message = f"{refused.name}: {error.message}"
             raise GatewayError(error.status, message, error.error_type) from None
-        path = upstream_path(call)
-
-        async def reach() -> UpstreamResponse:
-            call.attempts += 1
-            return await gateway.upstream.attempt(
-                path,
-                body,
-                call.forwarded,
-                stream=False,
-                label="policy",
-                deadline=call.deadline,
-            )
-
-        reached = await self._reach(call, reach, read=True)
+        sending = self._send(call, body, names.LABEL_POLICY, stream=False)
+        reached = await self._reach(call, sending, read=True)
         if reached is not None:
             upstream, answer = reached
             base = public_base(gateway.config, call.invocation)

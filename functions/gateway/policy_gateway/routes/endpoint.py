@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -28,7 +28,7 @@ from ..headers import forwarded_headers
 from ..observability import metrics, tracing
 from ..observability.logs import bind_call_key, call_context, logger
 from ..policy_source import PolicySource
-from ..upstream.client import UpstreamClient, UpstreamResponse
+from ..upstream.client import Tries, UpstreamClient, UpstreamResponse
 from ..upstream.errors import UpstreamStatusError, UpstreamUnavailable
 from .body import check_content_encoding, check_content_type, read_body
 
@@ -150,10 +150,46 @@ class GatewayEndpoint:
         deadline = invocation.deadline_epoch
         return None if deadline is None else deadline - self._gateway.config.deadline_margin
 
+    async def _send(
+        self,
+        call: Call,
+        body: bytes,
+        label: str,
+        *,
+        stream: bool,
+        headers: Sequence[tuple[str, str]] | None = None,
+        method: str = "POST",
+    ) -> UpstreamResponse:
+        """Send one body upstream for the call, retries included: every route's one way there.
+
+        The call's log line counts each request that went upstream and names
+        the last answer's request id, whether the upstream accepted or refused.
+        """
+        tries = Tries()
+        try:
+            upstream = await self._gateway.upstream.attempt(
+                upstream_path(call),
+                body,
+                call.forwarded if headers is None else headers,
+                stream=stream,
+                label=label,
+                deadline=call.deadline,
+                method=method,
+                tries=tries,
+            )
+        except UpstreamStatusError as error:
+            call.upstream_request_id = call.credentials.scrub_text(error.request_id)
+            raise
+        finally:
+            call.attempts += tries.count
+        call.upstream_request_id = call.credentials.scrub_text(upstream.request_id)
+        return upstream
+
     async def _reach(
-        self, call: Call, reach: Callable[[], Awaitable[UpstreamResponse]], *, read: bool
+        self, call: Call, reaching: Awaitable[UpstreamResponse], *, read: bool
     ) -> tuple[UpstreamResponse, bytes] | None:
-        """Reach the upstream within the deadline; the answer, or None once its error was sent.
+        """Await `reaching` (the route's sends) within the deadline; the answer, or None
+        once its error was sent.
 
         With `read`, the whole body comes back too (it is b"" otherwise). An
         upstream status error goes to the client as the upstream said it, with
@@ -164,7 +200,7 @@ class GatewayEndpoint:
             # The deadline covers the wait for the upstream's answer too: a
             # slow first byte must not outlive the Lambda invocation either.
             with anyio.move_on_after(call.seconds_left()) as budget:
-                upstream = await reach()
+                upstream = await reaching
                 if read:
                     try:
                         body = await upstream.read()

@@ -1,7 +1,8 @@
 """POST /v1/messages and /v1/messages/count_tokens: the call's way through the policies.
 
 request in → `_prepare` (parse, request hooks, serialize) → `Fallback.send`
-(the upstream attempt, and the passthrough fallback) → the response hooks
+(the upstream attempt through `GatewayEndpoint._send`, and the passthrough
+fallback) → the response hooks
 (`_relay_json`) or the stream policies (stream_relay.py) → the client.
 """
 
@@ -14,11 +15,10 @@ from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyVi
 from .. import offload
 from ..call import Call
 from ..errors import GatewayError
-from ..fallback.send import Attempted
+from ..fallback.send import PreparedRequest
 from ..upstream.client import UpstreamResponse
-from ..upstream.errors import UpstreamStatusError
 from .body import dump_json, parse_object
-from .endpoint import GatewayEndpoint, upstream_path
+from .endpoint import GatewayEndpoint
 from .refusal import policy_error
 from .stream_relay import UNREADABLE, StreamRelay, watched
 
@@ -36,44 +36,24 @@ class MessagesEndpoint(GatewayEndpoint):
         prepare = _prepare(call.original, chain, ctx)
         try:
             if chain.has_request_hooks or len(call.original) > OFFLOAD_BODY_BYTES:
-                attempted = await offload.run(prepare)
+                prepared = await offload.run(prepare)
             else:
-                attempted = await prepare
+                prepared = await prepare
         except (PolicyViolation, PolicyFailure) as exc:
             raise policy_error(exc) from None
-        call.stream = attempted.ctx.stream
-        path = upstream_path(call)
-
-        async def attempt(body: bytes, label: str) -> UpstreamResponse:
-            call.attempts += 1
-            try:
-                upstream = await gateway.upstream.attempt(
-                    path,
-                    body,
-                    call.forwarded,
-                    stream=call.stream,
-                    label=label,
-                    deadline=call.deadline,
-                )
-            except UpstreamStatusError as error:
-                call.upstream_request_id = call.credentials.scrub_text(error.request_id)
-                raise
-            call.upstream_request_id = call.credentials.scrub_text(upstream.request_id)
-            return upstream
-
-        reached = await self._reach(
-            call, lambda: gateway.fallback.send(call, attempted, attempt), read=not call.stream
-        )
+        call.stream = prepared.ctx.stream
+        sending = gateway.fallback.send(call, prepared, self._send)
+        reached = await self._reach(call, sending, read=not call.stream)
         if reached is None:
             return
         upstream, body = reached
         if call.stream:
-            await StreamRelay(upstream, chain, attempted.ctx, call).run()
+            await StreamRelay(upstream, chain, prepared.ctx, call).run()
         else:
-            await _relay_json(upstream, body, chain, attempted.ctx, call)
+            await _relay_json(upstream, body, chain, prepared.ctx, call)
 
 
-async def _prepare(original: bytes, chain: PolicyChain, ctx: PolicyContext) -> Attempted:
+async def _prepare(original: bytes, chain: PolicyChain, ctx: PolicyContext) -> PreparedRequest:
     """Parse, run the request hooks, serialize: what the first attempt sends, and from what.
 
     Policy errors are raised as they are, for the serving loop to count and log.
@@ -81,11 +61,11 @@ async def _prepare(original: bytes, chain: PolicyChain, ctx: PolicyContext) -> A
     request = parse_object(original)
     stream = ctx.stream = ctx.endpoint == "messages" and request.get("stream") is True
     if not chain.has_request_hooks:
-        return Attempted(original, original, request, chain, ctx)
+        return PreparedRequest(original, original, request, chain, ctx)
     await chain.apply_request(request, ctx)
     if (request.get("stream") is True) != stream:
         raise PolicyFailure("<chain>", "on_request: changed 'stream'")
-    return Attempted(original, dump_json(request), request, chain, ctx)
+    return PreparedRequest(original, dump_json(request), request, chain, ctx)
 
 
 async def _relay_json(

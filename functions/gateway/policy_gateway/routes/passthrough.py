@@ -19,7 +19,7 @@ from typing import Protocol
 import anyio
 from starlette.types import Receive, Scope
 
-from .. import settings
+from .. import names, settings
 from ..call import DEADLINE_ERROR, Call
 from ..errors import GatewayError, error_bytes
 from ..headers import with_content_type
@@ -27,7 +27,7 @@ from ..observability.logs import logger
 from ..upstream.client import UpstreamResponse
 from ..upstream.errors import UpstreamUnavailable
 from .body import check_content_encoding, read_body
-from .endpoint import GatewayEndpoint, Header, upstream_path
+from .endpoint import GatewayEndpoint, Header
 
 _FILES_REFUSED = (
     "The Files API is turned off on this gateway: no policy can see an uploaded file, and a "
@@ -68,23 +68,15 @@ class PassthroughEndpoint(GatewayEndpoint):
 
     async def _proxy(self, call: Call) -> None:
         _check_path_params(call.scope)
-        path = upstream_path(call)
-        headers = with_content_type(call.forwarded, self._content_type)
-        method: str = call.scope["method"]
-
-        async def reach() -> UpstreamResponse:
-            call.attempts += 1
-            return await self._gateway.upstream.attempt(
-                path,
-                call.original,
-                headers,
-                stream=not self.buffered,
-                label="passthrough",
-                deadline=call.deadline,
-                method=method,
-            )
-
-        reached = await self._reach(call, reach, read=self.buffered)
+        sending = self._send(
+            call,
+            call.original,
+            names.LABEL_PASSTHROUGH,
+            stream=not self.buffered,
+            headers=with_content_type(call.forwarded, self._content_type),
+            method=call.scope["method"],
+        )
+        reached = await self._reach(call, sending, read=self.buffered)
         if reached is not None:
             await self._deliver(call, *reached)
 

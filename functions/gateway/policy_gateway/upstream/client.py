@@ -27,6 +27,13 @@ from .retry import retry_delay, should_retry
 
 
 @dataclass
+class Tries:
+    """How many requests one send put on the wire, retries included (the call's `attempts`)."""
+
+    count: int = 0
+
+
+@dataclass
 class UpstreamResponse:
     """A successful attempt: the status line and headers, and the body still to read."""
 
@@ -95,13 +102,16 @@ class UpstreamClient:
         label: str,
         deadline: float | None = None,
         method: str = "POST",
+        tries: Tries | None = None,
     ) -> UpstreamResponse:
         """Send until success, a non-retryable error, or retries run out.
 
         Returns with the body unread when the upstream said 2xx; raises
         UpstreamStatusError or UpstreamUnavailable otherwise. `deadline` (a
         time.time() value) stops retries that could not finish in time.
+        `tries` counts every request sent, even when this raises or is cancelled.
         """
+        tries = Tries() if tries is None else tries
         provider = self._provider
         outbound = provider.outbound(path, body, headers, stream=stream)
         request = self._client.build_request(
@@ -110,6 +120,7 @@ class UpstreamClient:
         retry = 0
         while True:
             await provider.sign(request)
+            tries.count += 1
             span = tracing.start_span(f"upstream {label} attempt {retry + 1}")
             try:
                 response, error = await self._exchange(request, stream=stream, span=span)
