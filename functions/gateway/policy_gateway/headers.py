@@ -15,9 +15,12 @@ and framing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .errors import GatewayError
+
+HeaderLookup = Callable[[bytes], bytes | None]
+"""A request header's value by its lower-case name, or None: `dict(scope["headers"]).get`."""
 
 _HOP_BY_HOP = frozenset(
     {

@@ -46,7 +46,7 @@ span outlives the function that starts it (a stream ends later).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -54,6 +54,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Protocol
 
 from .. import settings
+from ..headers import HeaderLookup
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -68,8 +69,6 @@ _TRACE_HEADERS = {
     "traceparent": b"traceparent",
     "tracestate": b"tracestate",
 }
-
-Header = Callable[[bytes], bytes | None]
 
 
 class Span(Protocol):
@@ -142,7 +141,7 @@ def setup() -> None:
 
 
 @contextmanager
-def call(header: Header, path: str) -> Iterator[CallTrace]:
+def call(header: HeaderLookup, path: str) -> Iterator[CallTrace]:
     """Hold the call's trace context for the call's duration; its spans start under it."""
     trace = CallTrace()
     tracing = _tracing()
@@ -190,7 +189,7 @@ class _Tracing:
         self._w3c = TraceContextTextMapPropagator()
         self._trace = trace
 
-    def begin(self, header: Header, path: str) -> tuple[_Parent | None, OTelSpan | None]:
+    def begin(self, header: HeaderLookup, path: str) -> tuple[_Parent | None, OTelSpan | None]:
         """What the call's attempts start under, and the call's own span if it has one.
 
         In Lambda the function's segment (the header's Parent) is the call's

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -24,15 +24,13 @@ from ..auth.upstream_key import UpstreamKey
 from ..call import DEADLINE_ERROR, FALLBACK_FAILED, FALLBACK_RETRYING, Call
 from ..errors import GatewayError
 from ..fallback.send import Fallback
-from ..headers import forwarded_headers
+from ..headers import HeaderLookup, forwarded_headers
 from ..observability import metrics, tracing
 from ..observability.logs import bind_call_key, call_context, logger
 from ..policy_source import PolicySource
 from ..upstream.client import Tries, UpstreamClient, UpstreamResponse
 from ..upstream.errors import UpstreamStatusError, UpstreamUnavailable
 from .body import check_content_encoding, check_content_type, read_body
-
-Header = Callable[[bytes], bytes | None]
 
 
 @dataclass
@@ -84,7 +82,7 @@ class GatewayEndpoint:
         self._endpoint = endpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        header: Header = dict(scope["headers"]).get
+        header: HeaderLookup = dict(scope["headers"]).get
         invocation = (
             lambda_context.from_headers(
                 _text(header(b"x-amzn-lambda-context")), _text(header(b"x-amzn-request-context"))
@@ -114,7 +112,7 @@ class GatewayEndpoint:
                 trace.status = call.status
                 _finish(call)
 
-    async def _handle(self, call: Call, receive: Receive, header: Header) -> None:
+    async def _handle(self, call: Call, receive: Receive, header: HeaderLookup) -> None:
         call.credentials = await self._gateway.auth.authorize(call.scope["headers"])
         call.forwarded = forwarded_headers(
             call.scope["headers"], call.credentials.upstream_credential
@@ -137,7 +135,7 @@ class GatewayEndpoint:
             call.status = 499
             logger.info("client disconnected; stopped the call")
 
-    async def _read(self, receive: Receive, header: Header) -> bytes:
+    async def _read(self, receive: Receive, header: HeaderLookup) -> bytes:
         """The request body: a JSON document the policies will read."""
         check_content_type(header(b"content-type"))
         check_content_encoding(header(b"content-encoding"))

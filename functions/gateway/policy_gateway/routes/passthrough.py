@@ -22,12 +22,12 @@ from starlette.types import Receive, Scope
 from .. import names, settings
 from ..call import DEADLINE_ERROR, Call
 from ..errors import GatewayError, error_bytes
-from ..headers import with_content_type
+from ..headers import HeaderLookup, with_content_type
 from ..observability.logs import logger
 from ..upstream.client import UpstreamResponse
 from ..upstream.errors import UpstreamUnavailable
 from .body import check_content_encoding, read_body
-from .endpoint import GatewayEndpoint, Header
+from .endpoint import GatewayEndpoint
 
 _FILES_REFUSED = (
     "The Files API is turned off on this gateway: no policy can see an uploaded file, and a "
@@ -59,7 +59,7 @@ class PassthroughEndpoint(GatewayEndpoint):
     """Whether the answer is read whole (a small JSON object to rewrite) rather than streamed."""
     _content_type: bytes | None = None
 
-    async def _read(self, receive: Receive, header: Header) -> bytes:
+    async def _read(self, receive: Receive, header: HeaderLookup) -> bytes:
         # Any content type: the body is forwarded, never parsed or judged. Not compressed,
         # though: Content-Encoding never goes upstream (headers.py).
         check_content_encoding(header(b"content-encoding"))
@@ -87,7 +87,7 @@ class PassthroughEndpoint(GatewayEndpoint):
 class FilesEndpoint(PassthroughEndpoint):
     """The Files API: refused (403) unless ALLOW_FILES_API=true, then passed through unmodified."""
 
-    async def _read(self, receive: Receive, header: Header) -> bytes:
+    async def _read(self, receive: Receive, header: HeaderLookup) -> bytes:
         # Refused before the body is read: an upload can be megabytes.
         if not self._gateway.config.allow_files_api:
             raise GatewayError(403, _FILES_REFUSED, "permission_error")

@@ -7,21 +7,9 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ..base import JSONObject, Policy, PolicyContext, PolicyViolation, StreamEvent
+from ..base import JSONObject, Policy, PolicyContext, StreamEvent
+from ..exceptions import PolicyFailure, PolicyViolation
 from .diff import MISSING, Location, format_path, resolve
-
-
-class PolicyFailure(Exception):
-    """A policy raised something other than PolicyViolation: a bug, not a decision.
-
-    The gateway fails the call closed. `policy` names the culprit; the original
-    exception is the cause, kept out of the client's view.
-    """
-
-    def __init__(self, policy: str, hook: str) -> None:
-        super().__init__(f"policy {policy!r} failed in {hook}")
-        self.policy = policy
-        self.hook = hook
 
 
 class PolicyChain:

@@ -12,7 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..base import Policy, PolicyConfigError
+from ..base import Policy
+from ..exceptions import PolicyConfigError
 from .chain import PolicyChain
 
 BUILTIN_POLICIES: dict[str, str] = {

@@ -3,7 +3,7 @@
 Each check answers one question an operator has before trusting a gateway
 with traffic, and prints OK or what is wrong and how to fix it. Nothing is
 written anywhere; the operator's own credentials are used. The checks are
-doctor_runtime.py (the function's wiring) and doctor_values.py (the live values).
+runtime.py (the function's wiring) and values.py (the live values).
 """
 
 from __future__ import annotations
@@ -12,19 +12,18 @@ import sys
 from collections.abc import Callable, Iterator
 
 from ..deployment import Deployment, StackNotFound
-from . import runtime as doctor_runtime
-from . import values as doctor_values
+from . import runtime, values
 from .checkup import Checkup, Problem, Result, aws_error
 
 CHECKS: tuple[tuple[str, Callable[[Checkup], str]], ...] = (
-    ("stack", doctor_runtime.stack),
-    ("function", doctor_runtime.function),
-    ("function URL", doctor_runtime.function_url),
-    ("layers", doctor_runtime.layers),
-    ("fallback flag", doctor_values.flag),
-    ("policy chain", doctor_values.policy_chain),
-    ("alarms", doctor_values.alarms),
-    ("health", doctor_runtime.health),
+    ("stack", runtime.stack),
+    ("function", runtime.function),
+    ("function URL", runtime.function_url),
+    ("layers", runtime.layers),
+    ("fallback flag", values.flag),
+    ("policy chain", values.policy_chain),
+    ("alarms", values.alarms),
+    ("health", runtime.health),
 )
 
 
