@@ -17,6 +17,10 @@ from typing import Any
 from .. import settings
 
 FLAG_VALUES = {"on": "true", "off": "false"}
+# What `policy-gateway init` writes: the fallback off, no policies. The flag
+# parameter is created with this pattern, so SSM refuses any other value.
+FLAG_ALLOWED_PATTERN = "^(true|false)$"
+EMPTY_POLICY_CHAIN = '{"policies": []}'
 
 
 def say(message: str) -> None:
@@ -36,7 +40,7 @@ def flag_parameter(name: str, value: str) -> dict[str, str]:
         "Name": name,
         "Value": value,
         "Type": "String",
-        "AllowedPattern": settings.FLAG_ALLOWED_PATTERN,
+        "AllowedPattern": FLAG_ALLOWED_PATTERN,
         "Description": "Policy Gateway passthrough fallback: true or false",
     }
 
@@ -111,7 +115,7 @@ def init(args: argparse.Namespace) -> int:
         flag_parameter(flag_name, FLAG_VALUES["off"]),
         {
             "Name": chain_name,
-            "Value": settings.EMPTY_POLICY_CHAIN,
+            "Value": EMPTY_POLICY_CHAIN,
             "Type": "String",
             "Description": "Policy Gateway policy chain (JSON)",
         },

@@ -25,6 +25,7 @@ import time
 
 from .. import settings
 from .commands import (
+    EMPTY_POLICY_CHAIN,
     FLAG_VALUES,
     budget,
     doctor,
@@ -37,6 +38,8 @@ from .commands import (
 )
 
 _LOCAL_REGION = "us-east-1"
+# The table `serve --embedded-ssm` creates in its local stand-in.
+LOCAL_FALLBACK_BUDGET_TABLE = "policy-gateway-fallback-budget"
 
 
 def _free_port() -> int:
@@ -85,7 +88,7 @@ def _start_embedded_ssm(port: int) -> str:
     if config.policy_config_parameter:
         ssm.put_parameter(
             Name=config.policy_config_parameter,
-            Value=config.policy_config or settings.EMPTY_POLICY_CHAIN,
+            Value=config.policy_config or EMPTY_POLICY_CHAIN,
             Type="String",
             Overwrite=True,
         )
@@ -97,9 +100,7 @@ def _serve_budget_table(endpoint: str) -> None:
     from ..fallback.budget_table import create_table, dynamodb_client
 
     os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
-    table = os.environ.setdefault(
-        settings.ENV_FALLBACK_BUDGET_TABLE, settings.LOCAL_FALLBACK_BUDGET_TABLE
-    )
+    table = os.environ.setdefault(settings.ENV_FALLBACK_BUDGET_TABLE, LOCAL_FALLBACK_BUDGET_TABLE)
     create_table(dynamodb_client(), table)
 
 

@@ -12,8 +12,11 @@ from typing import Any
 
 from starlette.types import Message, Receive
 
-from .. import settings
 from ..errors import GatewayError
+
+# The Function URL rejects larger payloads; checking first means an oversized
+# body is refused before it is parsed or sent anywhere.
+MAX_REQUEST_BYTES = 6 * 1024 * 1024
 
 # Bodies in these encodings are not a JSON document; forwarding one would let
 # the upstream read something other than what the policies saw.
@@ -21,7 +24,7 @@ _FORM_TYPES = (b"multipart/", b"application/x-www-form-urlencoded")
 
 
 async def read_body(receive: Receive, declared: bytes | None) -> bytes:
-    if declared is not None and declared.isdigit() and int(declared) > settings.MAX_REQUEST_BYTES:
+    if declared is not None and declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
         raise GatewayError(413, _too_large(), "request_too_large")
     chunks: list[bytes] = []
     size = 0
@@ -31,7 +34,7 @@ async def read_body(receive: Receive, declared: bytes | None) -> bytes:
             raise GatewayError(400, "The client disconnected before sending the whole body.")
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > settings.MAX_REQUEST_BYTES:
+        if size > MAX_REQUEST_BYTES:
             raise GatewayError(413, _too_large(), "request_too_large")
         chunks.append(chunk)
         if not message.get("more_body", False):
@@ -39,7 +42,7 @@ async def read_body(receive: Receive, declared: bytes | None) -> bytes:
 
 
 def _too_large() -> str:
-    return f"Request body exceeds the gateway's limit of {settings.MAX_REQUEST_BYTES} bytes."
+    return f"Request body exceeds the gateway's limit of {MAX_REQUEST_BYTES} bytes."
 
 
 def check_content_type(value: bytes | None) -> None:
