@@ -20,7 +20,7 @@ import anthropic
 import httpx2
 import pytest
 from gateway_policies.testing import as_pairs, stream, text_block, tool_use_block
-from policy_gateway import settings
+from policy_gateway import settings, surface
 from policy_gateway.app import create_app
 from policy_gateway.upstream.client import provider_for
 
@@ -34,6 +34,7 @@ from .support.fake_bedrock import (
 )
 from .support.fake_upstream import MODEL, FakeUpstream, message, text_events
 from .support.gateway import GatewayStdout
+from .support.routes import requests_for
 from .support.sdk import ask, sdk
 from .support.servers import ThreadedServer
 
@@ -226,18 +227,9 @@ def test_gateway_key_mode_needs_no_anthropic_key_and_never_forwards_the_gateway_
     assert len(bedrock.requests) == 1
 
 
-ANTHROPIC_ONLY = [
-    ("GET", "/v1/models"),
-    ("GET", "/v1/models/claude-sonnet-4-5"),
-    ("POST", "/v1/messages/batches"),
-    ("GET", "/v1/messages/batches"),
-    ("GET", "/v1/messages/batches/msgbatch_1"),
-    ("GET", "/v1/messages/batches/msgbatch_1/results"),
-    ("POST", "/v1/messages/batches/msgbatch_1/cancel"),
-    ("DELETE", "/v1/messages/batches/msgbatch_1"),
-    ("GET", "/v1/files"),
-    ("POST", "/v1/files"),
-]
+ANTHROPIC_ONLY = requests_for(
+    route for route in surface.ROUTES if not surface.offered_by_bedrock(route)
+)
 
 
 def test_anthropic_only_routes_answer_404_and_forward_nothing(

@@ -31,6 +31,8 @@ from gateway_policies.testing import (
 
 from .support.fake_upstream import message
 
+pytestmark = pytest.mark.unit
+
 SECRETS = {
     "anthropic_api_key": "sk-ant-api03-AbCdEf0123456789_xyzXYZ-abcdefgh",
     "aws_access_key_id": "AKIAIOSFODNN7EXAMPLE",

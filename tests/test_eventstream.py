@@ -24,6 +24,8 @@ from policy_gateway.upstream.bedrock.eventstream import (
     encode_message,
 )
 
+pytestmark = pytest.mark.unit
+
 HEADERS = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
 MESSAGES = [
     encode_message(HEADERS, b'{"bytes":"eyJ0eXBlIjoicGluZyJ9"}'),

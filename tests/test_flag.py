@@ -12,6 +12,8 @@ from policy_gateway.fallback.flag import FallbackFlag, parse_flag
 
 from .support.clock import ManualClock
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("raw", "parsed"),

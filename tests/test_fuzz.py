@@ -28,6 +28,8 @@ from policy_gateway.upstream.client import UpstreamClient
 
 from .support.client import HEADERS, request_body, sse_frames
 
+pytestmark = pytest.mark.unit
+
 FUZZ = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

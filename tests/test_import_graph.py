@@ -28,6 +28,8 @@ import pytest
 
 from .support.servers import ROOT
 
+pytestmark = pytest.mark.unit
+
 PACKAGES = {
     "policy_gateway": ROOT / "functions" / "gateway" / "policy_gateway",
     "gateway_policies": ROOT / "layers" / "policies" / "gateway_policies",

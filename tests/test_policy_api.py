@@ -36,6 +36,8 @@ from gateway_policies.testing import (
     tool_use_block,
 )
 
+pytestmark = pytest.mark.unit
+
 
 class WordOptions(PolicyOptions):
     word: str

@@ -14,6 +14,8 @@ from policy_gateway.auth.upstream_key import UpstreamKey
 from policy_gateway.errors import GatewayError
 from policy_gateway.policy_source import PolicySource
 
+pytestmark = pytest.mark.unit
+
 CALLS = 200
 KEY_HEADERS = [(b"x-api-key", b"gk-one")]
 

@@ -16,6 +16,8 @@ from policy_gateway.upstream.retry import (
     should_retry,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def retried(status: int, **headers: str) -> bool:
     return should_retry(status, httpx2.Headers(headers))

@@ -34,7 +34,7 @@ from .support.fake_upstream import FakeUpstream, Reply, text_events
 from .support.servers import ThreadedServer, free_port, gateway_process
 from .support.traces import XRayEndpoint
 
-pytestmark = pytest.mark.sam_build
+pytestmark = [pytest.mark.deploy, pytest.mark.sam_build]
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"

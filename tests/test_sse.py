@@ -6,6 +6,8 @@ import pytest
 from gateway_policies import StreamEvent
 from gateway_policies.runtime.sse import SSEDecoder, encode, encode_many
 
+pytestmark = pytest.mark.unit
+
 
 def decode(*chunks: bytes) -> list[tuple[str, str]]:
     decoder = SSEDecoder()

@@ -30,6 +30,8 @@ from .support.fake_upstream import FakeUpstream, Reply
 from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import gateway_process, json_lines
 
+pytestmark = pytest.mark.deploy
+
 EVENTS = ROOT / "events"
 BIN = Path(sys.executable).parent
 
