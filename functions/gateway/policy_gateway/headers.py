@@ -82,8 +82,8 @@ def upstream_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]
 def forwarded_headers(
     raw: Iterable[tuple[bytes, bytes]], credential: list[tuple[str, str]] | None
 ) -> list[tuple[str, str]]:
-    """Every header the upstream gets: the client's (as above) with its credential,
-    or, where the gateway holds the upstream's credential (auth.py), with that instead."""
+    """Every header the upstream gets: the client's (as above) with its credential, or,
+    where the gateway holds the upstream's credential (auth/authenticator.py), with that."""
     headers = upstream_headers(raw)
     if credential is None:
         return headers

@@ -4,8 +4,9 @@
 (the policy-modified request), the decision, the record, the retry with the
 original, and every fallback metric.
 
-All five conditions of the contract (shared/DESIGN.md) must hold, else the
-upstream's error goes to the client unchanged:
+All five conditions of the design contract (README: "The passthrough
+fallback, and its trade-off") must hold, else the upstream's error goes to the
+client unchanged:
 
 1. the flag is on;
 2. the upstream's status is 400, 404, 413 or 422 (never 401/403, 429, 5xx);

@@ -100,18 +100,15 @@ class UpstreamClient:
         *,
         stream: bool,
         label: str,
+        tries: Tries,
         deadline: float | None = None,
         method: str = "POST",
-        tries: Tries | None = None,
     ) -> UpstreamResponse:
-        """Send until success, a non-retryable error, or retries run out.
+        """Send until success, a non-retryable error, or retries run out; counting tries in `tries`.
 
-        Returns with the body unread when the upstream said 2xx; raises
-        UpstreamStatusError or UpstreamUnavailable otherwise. `deadline` (a
-        time.time() value) stops retries that could not finish in time.
-        `tries` counts every request sent, even when this raises or is cancelled.
-        """
-        tries = Tries() if tries is None else tries
+        Returns with the body unread when the upstream said 2xx; raises UpstreamStatusError or
+        UpstreamUnavailable otherwise (the tries counted, even if cancelled). `deadline` (a
+        time.time() value) stops retries that could not finish in time."""
         provider = self._provider
         outbound = provider.outbound(path, body, headers, stream=stream)
         request = self._client.build_request(
