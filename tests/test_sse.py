@@ -1,4 +1,4 @@
-"""The SSE wire format (gateway_policies.sse), alone: decoding edge cases and the encoder."""
+"""The SSE wire format (gateway_policies.runtime.sse), alone: decoding edge cases, the encoder."""
 
 from __future__ import annotations
 
