@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DEV_LOCK := locks/dev.txt
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(DEV_LOCK) | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-fast lint check-locks lock lock-upgrade bench clean
+.PHONY: run test test-fast test-unit lint check-locks lock lock-upgrade bench clean
 
 # The project itself goes in last, editable, without dependencies and without
 # build isolation: everything it needs, build tools included, came from the lock.
@@ -44,9 +44,13 @@ lint: $(STAMP)
 test: check-locks lint
 	$(BIN)/python -m pytest
 
-# Everything but the slow tiers (markers in pyproject.toml): the loop while you work.
+# The unit and gateway tiers, without the load tests (markers in pyproject.toml):
+# the loop while you work. test-unit: the pure modules alone, in seconds.
 test-fast: lint
-	$(BIN)/python -m pytest -m "not load and not sam_build and not cfn_lint"
+	$(BIN)/python -m pytest -m "not load and not deploy"
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -m unit
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run

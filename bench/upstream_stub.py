@@ -28,7 +28,7 @@ import sys
 from functools import cache
 from typing import Any
 
-from policy_gateway.eventstream import encode_message
+from policy_gateway.upstream.bedrock.eventstream import encode_message
 
 MESSAGE = json.dumps(
     {

@@ -21,8 +21,8 @@ from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 from policy_gateway import settings
 from policy_gateway.app import create_app
-from policy_gateway.budget_table import create_table
-from policy_gateway.logs import logger
+from policy_gateway.fallback.budget_table import create_table
+from policy_gateway.observability.logs import logger
 
 from .support.aws import AWSProxy
 from .support.clock import ManualClock
@@ -42,34 +42,85 @@ AWS_TEST_ENV = {
 }
 
 
+# Where AWS calls go when a test has not asked for moto: a port nothing listens
+# on, so a stray call fails at once and can never reach real AWS.
+NO_AWS = "http://127.0.0.1:9"
+AWS_SERVICES = (
+    "SSM",
+    "SECRETS_MANAGER",
+    "CLOUDWATCH",
+    "CLOUDFORMATION",
+    "LAMBDA",
+    "DYNAMODB",
+    "SNS",
+    "SQS",
+)
+# The fixtures a unit test may not use: each starts a server, a process or moto.
+SERVING_FIXTURES = frozenset(
+    {
+        "moto_endpoint",
+        "aws_proxy",
+        "ssm",
+        "set_flag",
+        "budget_table",
+        "put_secret",
+        "upstream",
+        "upstream_url",
+        "make_gateway",
+        "keyed_gateway",
+        "bedrock",
+        "bedrock_env",
+        "xray",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tiers (README: "Tests"): `unit` and `deploy` are marked by module; every
+    other test is a gateway test, through real sockets, with moto behind it."""
+    for item in items:
+        if item.get_closest_marker("unit") is None:
+            continue
+        serving = SERVING_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if serving:
+            raise pytest.UsageError(f"{item.nodeid} is a unit test but uses {sorted(serving)}")
+
+
 @pytest.fixture(scope="session", autouse=True)
-def moto_endpoint() -> Iterator[str]:
-    """One moto server for the session; every AWS SDK call in the tests goes there."""
+def _aws_sandbox() -> None:
+    """Test credentials and a refusing endpoint for every AWS service: no test reaches AWS."""
     for key in ("AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
         os.environ.pop(key, None)
     os.environ.update(AWS_TEST_ENV)
+    for service in AWS_SERVICES:
+        os.environ[f"AWS_ENDPOINT_URL_{service}"] = NO_AWS
+
+
+@pytest.fixture(scope="session")
+def _moto_server() -> Iterator[str]:
+    """One moto server for the session, started by the first test that needs AWS."""
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    for service in (
-        "SSM",
-        "SECRETS_MANAGER",
-        "CLOUDWATCH",
-        "CLOUDFORMATION",
-        "LAMBDA",
-        "DYNAMODB",
-        "SNS",
-        "SQS",
-    ):
-        os.environ[f"AWS_ENDPOINT_URL_{service}"] = endpoint
-    yield endpoint
+    yield f"http://127.0.0.1:{port}"
     server.stop()
 
 
+@pytest.fixture
+def moto_endpoint(_moto_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every AWS SDK call of the test (and of the processes it starts) goes to moto, reset."""
+    for service in AWS_SERVICES:
+        monkeypatch.setenv(f"AWS_ENDPOINT_URL_{service}", _moto_server)
+    httpx2.post(f"{_moto_server}/moto-api/reset")
+    return _moto_server
+
+
 @pytest.fixture(autouse=True)
-def _reset_moto(moto_endpoint: str) -> None:
-    httpx2.post(f"{moto_endpoint}/moto-api/reset")
+def _aws_for_gateway_tests(request: pytest.FixtureRequest) -> None:
+    """Gateway tests get moto: a gateway reads SSM, Secrets Manager and DynamoDB as it
+    serves. Unit and deploy tests ask for it by name when they need it."""
+    if not any(request.node.get_closest_marker(tier) for tier in ("unit", "deploy")):
+        request.getfixturevalue("moto_endpoint")
 
 
 @pytest.fixture
@@ -87,7 +138,7 @@ def aws_proxy(moto_endpoint: str) -> Iterator[tuple[AWSProxy, str]]:
 
 
 @pytest.fixture
-def ssm() -> Any:
+def ssm(moto_endpoint: str) -> Any:
     return boto3.client("ssm")
 
 
@@ -105,7 +156,7 @@ BUDGET_TABLE = "test-fallback-budget"
 
 
 @pytest.fixture
-def budget_table() -> str:
+def budget_table(moto_endpoint: str) -> str:
     """The fallback budget's table in moto, created as template.yaml declares it."""
     create_table(boto3.client("dynamodb"), BUDGET_TABLE)
     return BUDGET_TABLE
@@ -217,7 +268,7 @@ PutSecret = Callable[[str, str], None]
 
 
 @pytest.fixture
-def put_secret() -> PutSecret:
+def put_secret(moto_endpoint: str) -> PutSecret:
     client: Any = boto3.client("secretsmanager")
 
     def put(name: str, value: str) -> None:

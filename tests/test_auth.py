@@ -12,10 +12,10 @@ import httpx2
 import pytest
 from botocore.exceptions import ClientError
 from policy_gateway import names, settings
-from policy_gateway.auth import GatewayKeyAuth
+from policy_gateway.auth.authenticator import GatewayKeyAuth
+from policy_gateway.auth.gateway_keys import SecretFormatError, parse_gateway_keys
+from policy_gateway.auth.upstream_key import UpstreamKey
 from policy_gateway.errors import GatewayError
-from policy_gateway.gateway_keys import SecretFormatError, parse_gateway_keys
-from policy_gateway.upstream_key import UpstreamKey
 
 from .conftest import KEYS_SECRET, UPSTREAM_KEY, UPSTREAM_SECRET, PutSecret
 from .support.clock import ManualClock, eventually

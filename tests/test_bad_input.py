@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from policy_gateway import settings
+from policy_gateway.routes.body import MAX_REQUEST_BYTES
 
 from .support.client import HEADERS, error_of, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message
@@ -46,7 +46,7 @@ def test_oversized_body_is_413_before_parsing(
     make_gateway: GatewayFactory, upstream: FakeUpstream, chunked: bool
 ) -> None:
     url = make_gateway()
-    oversized = b"{" + b" " * settings.MAX_REQUEST_BYTES + b"}"
+    oversized = b"{" + b" " * MAX_REQUEST_BYTES + b"}"
 
     def pieces() -> Iterator[bytes]:
         for start in range(0, len(oversized), 256 * 1024):
@@ -62,8 +62,8 @@ def test_body_at_the_limit_is_forwarded(
 ) -> None:
     url = make_gateway()
     body = json.dumps(request_body()).encode()
-    padded = body[:-1] + b" " * (settings.MAX_REQUEST_BYTES - len(body)) + b"}"
-    assert len(padded) == settings.MAX_REQUEST_BYTES
+    padded = body[:-1] + b" " * (MAX_REQUEST_BYTES - len(body)) + b"}"
+    assert len(padded) == MAX_REQUEST_BYTES
     assert post(url, padded).status_code == 200
     assert upstream.requests[0].body == padded
 

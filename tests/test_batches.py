@@ -12,9 +12,9 @@ import anthropic
 import httpx2
 import psutil
 import pytest
-from policy_gateway import lambda_context, settings
-from policy_gateway.batches import public_base, rewrite_results_urls
+from policy_gateway import lambda_context, settings, surface
 from policy_gateway.errors import GatewayError
+from policy_gateway.routes.batches import public_base, rewrite_results_urls
 
 from .conftest import UPSTREAM_KEY
 from .support.client import HEADERS, error_of, policy_chain
@@ -22,6 +22,7 @@ from .support.fake_resources import errored, succeeded
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.faulty_policies import INTERNALS
 from .support.gateway import GatewayFactory
+from .support.routes import requests_for
 from .support.sdk import client, sdk
 from .support.servers import gateway_process
 
@@ -300,19 +301,11 @@ def test_batch_errors_reach_the_client_with_credentials_scrubbed(
     assert caught.value.body["error"]["message"] == "no batch for key [redacted]"  # type: ignore[index]
 
 
-def test_gateway_keys_guard_every_batch_route_and_never_reach_the_upstream(
+def test_gateway_keys_guard_every_route_and_never_reach_the_upstream(
     keyed_gateway: Callable[..., str], upstream: FakeUpstream
 ) -> None:
     url = keyed_gateway()
-    for method, path in [
-        ("POST", "/v1/messages/batches"),
-        ("GET", "/v1/messages/batches"),
-        ("GET", "/v1/messages/batches/msgbatch_1"),
-        ("GET", "/v1/messages/batches/msgbatch_1/results"),
-        ("POST", "/v1/messages/batches/msgbatch_1/cancel"),
-        ("DELETE", "/v1/messages/batches/msgbatch_1"),
-        ("GET", "/v1/models"),
-    ]:
+    for method, path in requests_for(surface.ROUTES):
         response = httpx2.request(method, url + path, headers={"x-api-key": "gk-wrong"})
         assert response.status_code == 401, (method, path)
     assert upstream.requests == []

@@ -23,8 +23,9 @@ import anthropic
 import httpx2
 import pytest
 from gateway_policies.testing import as_pairs, stream, text_block, tool_use_block
-from policy_gateway import provider, settings
+from policy_gateway import settings, surface
 from policy_gateway.app import create_app
+from policy_gateway.upstream.client import provider_for
 
 from .support.client import HEADERS, error_of, policy_chain, request_body, sse_frames
 from .support.fake_bedrock import (
@@ -36,6 +37,7 @@ from .support.fake_bedrock import (
 )
 from .support.fake_upstream import MODEL, FakeUpstream, message, text_events
 from .support.gateway import GatewayStdout
+from .support.routes import requests_for
 from .support.sdk import ask, sdk
 from .support.servers import ThreadedServer
 
@@ -274,7 +276,7 @@ def test_a_model_map_naming_no_bedrock_identifier_fails_the_start() -> None:
             bedrock_model_map=json.dumps({MODEL: target}),
         )
         with pytest.raises(ValueError, match=settings.ENV_BEDROCK_MODEL_MAP):
-            provider.provider_for(config)
+            provider_for(config)
 
 
 def test_gateway_key_mode_needs_no_anthropic_key_and_never_forwards_the_gateway_key(
@@ -299,18 +301,9 @@ def test_gateway_key_mode_needs_no_anthropic_key_and_never_forwards_the_gateway_
     assert len(bedrock.requests) == 1
 
 
-ANTHROPIC_ONLY = [
-    ("GET", "/v1/models"),
-    ("GET", "/v1/models/claude-sonnet-4-5"),
-    ("POST", "/v1/messages/batches"),
-    ("GET", "/v1/messages/batches"),
-    ("GET", "/v1/messages/batches/msgbatch_1"),
-    ("GET", "/v1/messages/batches/msgbatch_1/results"),
-    ("POST", "/v1/messages/batches/msgbatch_1/cancel"),
-    ("DELETE", "/v1/messages/batches/msgbatch_1"),
-    ("GET", "/v1/files"),
-    ("POST", "/v1/files"),
-]
+ANTHROPIC_ONLY = requests_for(
+    route for route in surface.ROUTES if not surface.offered_by_bedrock(route)
+)
 
 
 def test_anthropic_only_routes_answer_404_and_forward_nothing(
@@ -565,8 +558,8 @@ def test_the_anthropic_provider_never_loads_the_bedrock_module() -> None:
         "from policy_gateway.app import _build_gateway\n"
         "from policy_gateway.settings import Settings\n"
         "_build_gateway(Settings(), time.time)\n"
-        "print(sorted(m for m in ('policy_gateway.bedrock', 'policy_gateway.eventstream',"
-        " 'botocore.auth') if m in sys.modules))\n"
+        "print(sorted(m for m in ('policy_gateway.upstream.bedrock.provider',"
+        " 'policy_gateway.upstream.bedrock.eventstream', 'botocore.auth') if m in sys.modules))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -578,9 +571,7 @@ def test_bad_bedrock_configuration_fails_the_start() -> None:
     with pytest.raises(ValueError, match=settings.ENV_UPSTREAM_PROVIDER):
         settings.Settings(upstream_provider="vertex")
     with pytest.raises(ValueError, match=settings.ENV_BEDROCK_MODEL_MAP):
-        provider.provider_for(
-            settings.Settings(upstream_provider="bedrock", bedrock_model_map="[1, 2]")
-        )
+        provider_for(settings.Settings(upstream_provider="bedrock", bedrock_model_map="[1, 2]"))
 
 
 def test_bedrock_region_defaults_to_the_functions_region() -> None:

@@ -22,9 +22,14 @@ import pytest
 from botocore.config import Config
 from policy_gateway import names, settings
 from policy_gateway.app import create_app
-from policy_gateway.auth import key_caller
-from policy_gateway.budget import REASON_BUDGET, REASON_UNAVAILABLE, FallbackBudget, InProcessStore
-from policy_gateway.budget_table import (
+from policy_gateway.auth.authenticator import key_caller
+from policy_gateway.fallback.budget import (
+    REASON_BUDGET,
+    REASON_UNAVAILABLE,
+    FallbackBudget,
+    InProcessStore,
+)
+from policy_gateway.fallback.budget_table import (
     WAIT_SECONDS,
     BudgetUnavailable,
     DynamoDBStore,

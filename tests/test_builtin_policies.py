@@ -29,7 +29,10 @@ from gateway_policies.testing import (
     tool_use_block,
 )
 
+from .support.client import user_request as request
 from .support.fake_upstream import message
+
+pytestmark = pytest.mark.unit
 
 SECRETS = {
     "anthropic_api_key": "sk-ant-api03-AbCdEf0123456789_xyzXYZ-abcdefgh",
@@ -44,15 +47,6 @@ THINKING = {
     "thinking": "the key is sk-ant-api03-secretsecret",
     "signature": "s",
 }
-
-
-def request(content: Any, **extra: Any) -> dict[str, Any]:
-    return {
-        "model": MODEL,
-        "max_tokens": 100,
-        "messages": [{"role": "user", "content": content}],
-        **extra,
-    }
 
 
 # ------------------------------------------------------------------ config

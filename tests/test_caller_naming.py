@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from policy_gateway.auth import key_caller
+from policy_gateway.auth.authenticator import key_caller
 from policy_gateway.headers import RELIED_ON
 from policy_gateway.lambda_context import InvocationContext
 

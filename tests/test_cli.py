@@ -11,7 +11,8 @@ from typing import Any
 import anthropic
 import pytest
 from policy_gateway import settings
-from policy_gateway.auth import key_caller
+from policy_gateway.auth.authenticator import key_caller
+from policy_gateway.cli.main import LOCAL_FALLBACK_BUDGET_TABLE
 
 from .support.cli import cli, status_of
 from .support.clock import eventually
@@ -139,7 +140,7 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
             local_budget = {
                 **local_ssm,
                 "AWS_ENDPOINT_URL_DYNAMODB": local_ssm["AWS_ENDPOINT_URL_SSM"],
-                settings.ENV_FALLBACK_BUDGET_TABLE: settings.LOCAL_FALLBACK_BUDGET_TABLE,
+                settings.ENV_FALLBACK_BUDGET_TABLE: LOCAL_FALLBACK_BUDGET_TABLE,
             }
             caller = key_caller(b"sk-ant-test-key")
             used = status_of(cli("budget", caller, env=local_budget))
@@ -153,7 +154,7 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
     assert f"embedded DynamoDB: http://127.0.0.1:{ssm_port}" in printed
     assert (
         "fallback budget: 10 per caller per 3600 s, in DynamoDB table "
-        f"{settings.LOCAL_FALLBACK_BUDGET_TABLE}, shared by every instance"
+        f"{LOCAL_FALLBACK_BUDGET_TABLE}, shared by every instance"
     ) in printed
     assert '"PassthroughFallback":[1.0]' in printed
 

@@ -23,7 +23,8 @@ from typing import Any
 import boto3
 import pytest
 from policy_gateway import names, settings
-from policy_gateway.doctor_values import mismatched_alarms
+from policy_gateway.cli.commands import EMPTY_POLICY_CHAIN, FLAG_ALLOWED_PATTERN
+from policy_gateway.cli.doctor.values import mismatched_alarms
 
 from .support.cfn import ROOT, Stack, load_template
 from .support.cli import cli
@@ -154,7 +155,7 @@ def test_init_creates_what_is_missing_and_never_overwrites(deployed: Deployed, s
     first = cli("init", "--stack", STACK, "--region", "us-east-1")
     assert first.returncode == 0, first.stderr
     assert f"created  {flag_name} = false" in first.stdout
-    assert f"created  {chain_name} = " + settings.EMPTY_POLICY_CHAIN in first.stdout
+    assert f"created  {chain_name} = " + EMPTY_POLICY_CHAIN in first.stdout
 
     # The operator turns the fallback on and sets a chain; init again keeps both.
     env = {settings.ENV_FLAG_PARAMETER: flag_name, settings.ENV_POLICY_CONFIG_PARAMETER: chain_name}
@@ -174,7 +175,7 @@ def test_the_flag_parameter_only_admits_true_or_false(ssm: Any) -> None:
         ParameterFilters=[{"Key": "Name", "Values": [settings.DEFAULT_FLAG_PARAMETER]}]
     )["Parameters"]
     pattern = described["AllowedPattern"]
-    assert pattern == settings.FLAG_ALLOWED_PATTERN
+    assert pattern == FLAG_ALLOWED_PATTERN
     for value in ("true", "false"):
         assert re.fullmatch(pattern, value)
     for typo in ("ture", "on", "1", "yes", "true ", ""):
@@ -188,7 +189,7 @@ def test_the_flag_parameter_only_admits_true_or_false(ssm: Any) -> None:
     (described,) = ssm.describe_parameters(
         ParameterFilters=[{"Key": "Name", "Values": [settings.DEFAULT_FLAG_PARAMETER]}]
     )["Parameters"]
-    assert described["AllowedPattern"] == settings.FLAG_ALLOWED_PATTERN
+    assert described["AllowedPattern"] == FLAG_ALLOWED_PATTERN
 
 
 # ---------------------------------------------------------------------- doctor
@@ -327,7 +328,8 @@ def test_serving_never_imports_the_operator_side() -> None:
     CloudWatch) belong to the CLI; the gateway's cold start must not pay for them."""
     code = (
         "import sys\n"
-        "from policy_gateway import cli, settings\n"
+        "from policy_gateway import settings\n"
+        "from policy_gateway.cli import main\n"
         "from policy_gateway.app import create_app\n"
         "create_app(settings.Settings())\n"
         "print(sorted(m for m in sys.modules if m.startswith('policy_gateway')))\n"
@@ -336,6 +338,6 @@ def test_serving_never_imports_the_operator_side() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     loaded = result.stdout
-    assert "policy_gateway.cli" in loaded
-    assert "policy_gateway.doctor" not in loaded
-    assert "policy_gateway.deployment" not in loaded
+    assert "policy_gateway.cli.main" in loaded
+    assert "policy_gateway.cli.doctor" not in loaded
+    assert "policy_gateway.cli.deployment" not in loaded

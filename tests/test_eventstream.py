@@ -17,7 +17,7 @@ import pytest
 from botocore.eventstream import EventStreamBuffer
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from policy_gateway.eventstream import (
+from policy_gateway.upstream.bedrock.eventstream import (
     MAX_HEADERS_LENGTH,
     MAX_PAYLOAD_LENGTH,
     EventStreamDecoder,
@@ -25,6 +25,8 @@ from policy_gateway.eventstream import (
     Message,
     encode_message,
 )
+
+pytestmark = pytest.mark.unit
 
 HEADERS = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
 MESSAGES = [

@@ -8,9 +8,11 @@ import time
 from typing import Any
 
 import pytest
-from policy_gateway.flag import FallbackFlag, parse_flag
+from policy_gateway.fallback.flag import FallbackFlag, parse_flag
 
 from .support.clock import ManualClock
+
+pytestmark = pytest.mark.unit
 
 
 @pytest.mark.parametrize(

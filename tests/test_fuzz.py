@@ -13,20 +13,22 @@ import anyio
 import httpx2
 import pytest
 from gateway_policies import PolicyContext, StreamEvent, load_chain
+from gateway_policies.runtime.sse import SSEDecoder, encode_many
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from policy_gateway import sse
-from policy_gateway.auth import PassthroughAuth
-from policy_gateway.budget import from_settings
-from policy_gateway.endpoint import Gateway
-from policy_gateway.fallback import Fallback
-from policy_gateway.flag import FallbackFlag
-from policy_gateway.messages import MessagesEndpoint
+from policy_gateway.auth.authenticator import PassthroughAuth
+from policy_gateway.fallback.budget import from_settings
+from policy_gateway.fallback.flag import FallbackFlag
+from policy_gateway.fallback.send import Fallback
 from policy_gateway.policy_source import PolicySource
+from policy_gateway.routes.endpoint import Gateway
+from policy_gateway.routes.messages import MessagesEndpoint
 from policy_gateway.settings import Settings
-from policy_gateway.upstream import UpstreamClient
+from policy_gateway.upstream.client import UpstreamClient
 
 from .support.client import HEADERS, request_body, sse_frames
+
+pytestmark = pytest.mark.unit
 
 FUZZ = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -192,7 +194,7 @@ def test_an_events_type_is_what_json_reads_fast_path_or_not(raw: str) -> None:
 
 
 def _decode(chunks: list[bytes]) -> list[StreamEvent]:
-    decoder = sse.SSEDecoder()
+    decoder = SSEDecoder()
     decoded = [event for chunk in chunks for event in decoder.feed(chunk)]
     return decoded + decoder.flush()
 
@@ -206,7 +208,7 @@ def test_sse_decoder_and_encoder_round_trip_any_chunking(
     decoded = _decode(chunks)
     if not truncated:
         assert [(event.event, event.data) for event in decoded] == sequence
-    encoded = sse.encode_many(decoded)
+    encoded = encode_many(decoded)
     assert sse_frames(encoded.decode()) == [(event.event, event.data) for event in decoded]
     assert [(e.event, e.data) for e in _decode([encoded])] == [(e.event, e.data) for e in decoded]
 

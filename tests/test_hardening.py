@@ -20,8 +20,8 @@ from gateway_policies import PolicyViolation
 from gateway_policies.builtin.cap_max_tokens import CapMaxTokens
 from gateway_policies.testing import run_request
 from policy_gateway import settings
-from policy_gateway.auth import Credentials
-from policy_gateway.retry import retry_delay
+from policy_gateway.auth.authenticator import Credentials
+from policy_gateway.upstream.retry import retry_delay
 
 from .support.client import HEADERS, error_of, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message

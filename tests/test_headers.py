@@ -6,6 +6,8 @@ import pytest
 from policy_gateway.errors import GatewayError
 from policy_gateway.headers import downstream_headers, forwarded_headers, upstream_headers
 
+pytestmark = pytest.mark.unit
+
 
 def raw(*pairs: tuple[str, str]) -> list[tuple[bytes, bytes]]:
     return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in pairs]

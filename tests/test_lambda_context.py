@@ -7,6 +7,8 @@ import json
 import pytest
 from policy_gateway.lambda_context import InvocationContext, from_headers
 
+pytestmark = pytest.mark.unit
+
 LAMBDA = json.dumps(
     {
         "request_id": "8f5e-lambda",

@@ -1,47 +1,108 @@
-"""The codebase's shape, as the README promises it: every module in its table, none too big."""
+"""The codebase's shape, as the README promises it: the tree it draws, no module too big."""
 
 from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
+
+import pytest
 
 from .support.servers import ROOT
+
+pytestmark = pytest.mark.unit
 
 PACKAGE = ROOT / "functions" / "gateway" / "policy_gateway"
 LAYER = ROOT / "layers" / "policies" / "gateway_policies"
 README = ROOT / "README.md"
+TESTS = ROOT / "tests"
 MAX_FUNCTION_LINES = 60
 
 
-def test_the_readmes_table_of_modules_is_the_package() -> None:
-    rows = [
-        line
-        for line in README.read_text().splitlines()
-        if line.startswith("| `") and line.split("|")[1].strip().endswith(".py`")
-    ]
-    named = {name for row in rows for name in re.findall(r"`([a-z_0-9]+\.py)`", row.split("|")[1])}
-    modules = {path.name for path in PACKAGE.glob("*.py") if not path.name.startswith("__")}
-    assert named >= modules, "modules missing from the README's table"
-    stale = named - modules - {path.name for path in LAYER.glob("*.py")}
-    assert stale == set(), "the README's table names modules that do not exist"
+def readme_tree(root: str) -> set[str]:
+    """The files and folders the README's tree under `root` names, as paths inside it."""
+    text = README.read_text()
+    block = text[text.index(f"```\n{root}\n") :].split("```")[1]
+    parents: list[str] = []
+    named = set()
+    for line in block.splitlines()[2:]:
+        entry = re.match(r"([│ ]*[├└]── )(\S.*?)(?:\s{2,}|$)", line)
+        assert entry, f"not a tree line: {line!r}"
+        depth = len(entry[1]) // 4 - 1
+        del parents[depth:]
+        names = [name.strip() for name in entry[2].split(",")]
+        for name in names:
+            named.add("/".join([*parents, name.rstrip("/")]))
+        if names[-1].endswith("/"):
+            parents.append(names[-1].rstrip("/"))
+    return named
+
+
+def package_tree(package: Path, summarized: tuple[str, ...] = ()) -> set[str]:
+    """The package's modules and folders; a `summarized` folder's modules, which the
+    README names in prose (the built-in policies), are left out."""
+    files = {
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if not path.name.startswith("__") and path.parent.name not in summarized
+    }
+    folders = {
+        path.parent.relative_to(package).as_posix()
+        for path in package.rglob("__init__.py")
+        if path.parent != package
+    }
+    return files | folders
+
+
+def test_the_readmes_trees_are_the_packages() -> None:
+    assert readme_tree("functions/gateway/policy_gateway/") == package_tree(PACKAGE)
+    assert readme_tree("layers/policies/gateway_policies/") == package_tree(LAYER, ("builtin",))
+
+
+def test_the_tree_check_reads_nested_folders() -> None:
+    tree = readme_tree("functions/gateway/policy_gateway/")
+    assert {"upstream", "upstream/bedrock", "upstream/bedrock/eventstream.py"} <= tree
+    assert {"app.py", "surface.py", "cli/doctor/values.py"} <= tree
 
 
 def test_no_function_of_the_gateway_is_longer_than_a_screen() -> None:
     long = []
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
                 if lines > MAX_FUNCTION_LINES:
-                    long.append(f"{path.name}:{node.name} ({lines} lines)")
+                    long.append(f"{path.relative_to(PACKAGE)}:{node.name} ({lines} lines)")
     assert long == []
 
 
 def test_the_environment_is_read_in_settings_only() -> None:
-    # cli.py also touches it, to set up the first-run stand-ins before Settings reads it.
+    # cli/main.py also touches it, to set up the first-run stand-ins before Settings reads it.
     readers = {
-        path.name
-        for path in PACKAGE.glob("*.py")
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
         if re.search(r"\bos\.(environ|getenv)\b", path.read_text())
     }
-    assert readers <= {"settings.py", "cli.py"}
+    assert "settings.py" in readers
+    assert readers <= {"settings.py", "cli/main.py"}
+
+
+def test_unit_tests_import_nothing_that_serves() -> None:
+    """The unit tier (README: "Tests") runs without moto, servers or a gateway process."""
+    serving = ("moto", "boto3", "tests.support.servers", "tests.support.aws", "uvicorn")
+    offending = []
+    for path in sorted(TESTS.glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        if "pytest.mark.unit" not in ast.unparse(tree):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if [alias.name for alias in node.names] == ["ROOT"]:
+                    continue  # the checkout's path, nothing that serves
+                names = [f"tests.{node.module}" if node.level else node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            offending += [f"{path.name}: {name}" for name in names if name.startswith(serving)]
+    assert offending == []

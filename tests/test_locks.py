@@ -17,6 +17,8 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = pytest.mark.deploy
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "release" / "locks.py"
 

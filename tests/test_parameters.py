@@ -25,6 +25,8 @@ from policy_gateway.parameters import (
     aws_config,
 )
 
+pytestmark = pytest.mark.unit
+
 TTL = 30.0
 # Generous for a worker thread to answer an event on a busy machine, and still
 # far below the deadline a stalled read would run into.

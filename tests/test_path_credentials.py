@@ -19,8 +19,12 @@ from urllib.parse import quote
 import httpx2
 import pytest
 from policy_gateway import settings
-from policy_gateway.gateway_keys import MIN_SECRET_LENGTH, SecretFormatError, parse_gateway_keys
-from policy_gateway.path_secrets import redact_path
+from policy_gateway.auth.gateway_keys import (
+    MIN_SECRET_LENGTH,
+    SecretFormatError,
+    parse_gateway_keys,
+)
+from policy_gateway.auth.path_secrets import redact_path
 
 from .conftest import KEYS_SECRET
 from .support.fake_upstream import FakeUpstream, Reply

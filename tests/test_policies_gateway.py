@@ -14,6 +14,7 @@ import httpx2
 import pytest
 from anthropic.types import Message
 from gateway_policies import StreamEvent
+from gateway_policies.runtime.sse import SSEDecoder
 from gateway_policies.testing import (
     as_pairs,
     assemble,
@@ -21,7 +22,6 @@ from gateway_policies.testing import (
     text_block,
     tool_use_block,
 )
-from policy_gateway.sse import SSEDecoder
 
 from .conftest import PutSecret
 from .support.client import policy_chain

@@ -36,6 +36,8 @@ from gateway_policies.testing import (
     tool_use_block,
 )
 
+pytestmark = pytest.mark.unit
+
 
 class WordOptions(PolicyOptions):
     word: str
@@ -195,7 +197,7 @@ def test_a_tool_call_gate_is_one_method() -> None:
 
 def test_importing_the_policy_api_leaves_pydantic_for_policies_with_options() -> None:
     probe = (
-        "import sys, gateway_policies, gateway_policies.sse, gateway_policies.builtin.noop;"
+        "import sys, gateway_policies, gateway_policies.runtime.sse, gateway_policies.builtin.noop;"
         "print('pydantic' in sys.modules)"
     )
     result = subprocess.run(

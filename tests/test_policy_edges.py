@@ -24,6 +24,8 @@ from gateway_policies.testing import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.unit
+
 KEY = "sk-ant-api03-" + "x" * 24
 TEXT_DOCUMENT = {
     "type": "document",

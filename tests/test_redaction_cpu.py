@@ -19,9 +19,9 @@ import time
 import pytest
 from gateway_policies.builtin.redact_secrets import PATTERNS, RedactSecrets
 from gateway_policies.testing import run_request
-from policy_gateway.settings import MAX_REQUEST_BYTES
+from policy_gateway.routes.body import MAX_REQUEST_BYTES
 
-from .test_builtin_policies import request
+from .support.client import user_request as request
 
 # A text each pattern must redact, per alternative of the pattern: the
 # pathological inputs are cut from these.

@@ -9,10 +9,12 @@ import weakref
 from collections.abc import Awaitable, Callable
 
 import pytest
-from policy_gateway.auth import GatewayKeyAuth
+from policy_gateway.auth.authenticator import GatewayKeyAuth
+from policy_gateway.auth.upstream_key import UpstreamKey
 from policy_gateway.errors import GatewayError
 from policy_gateway.policy_source import PolicySource
-from policy_gateway.upstream_key import UpstreamKey
+
+pytestmark = pytest.mark.unit
 
 CALLS = 200
 KEY_HEADERS = [(b"x-api-key", b"gk-one-0123456789abcdef")]

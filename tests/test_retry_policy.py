@@ -8,13 +8,15 @@ import time
 
 import httpx2
 import pytest
-from policy_gateway.retry import (
+from policy_gateway.upstream.retry import (
     INITIAL_RETRY_DELAY,
     MAX_RETRY_AFTER,
     MAX_RETRY_DELAY,
     retry_delay,
     should_retry,
 )
+
+pytestmark = pytest.mark.unit
 
 
 def retried(status: int, **headers: str) -> bool:

@@ -33,7 +33,7 @@ from .support.fake_upstream import FakeUpstream, Reply, text_events
 from .support.servers import ThreadedServer, free_port, gateway_process
 from .support.traces import XRayEndpoint
 
-pytestmark = pytest.mark.sam_build
+pytestmark = [pytest.mark.deploy, pytest.mark.sam_build]
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCKS = ROOT / "locks"
@@ -206,17 +206,17 @@ def test_run_sh_refuses_an_artifact_built_for_another_architecture(
 # build imports, the SSM and Secrets Manager clients, the policies and their models.
 COLD_PATH_MODULES = (
     "policy_gateway.app",
-    "policy_gateway.endpoint",
-    "policy_gateway.messages",
-    "policy_gateway.upstream",
-    "policy_gateway.flag",
+    "policy_gateway.routes.endpoint",
+    "policy_gateway.routes.messages",
+    "policy_gateway.upstream.client",
+    "policy_gateway.fallback.flag",
     "policy_gateway.policy_source",
-    "policy_gateway.auth",
+    "policy_gateway.auth.authenticator",
     "aws_lambda_powertools.utilities.parameters",
     "uvicorn",
     "uvloop",
     "httptools",
-    "gateway_policies.loader",
+    "gateway_policies.runtime.loader",
     "gateway_policies.builtin",
     "pydantic",
     "anthropic",

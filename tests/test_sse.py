@@ -1,10 +1,12 @@
-"""The SSE wire format (gateway_policies.sse), alone: decoding edge cases and the encoder."""
+"""The SSE wire format (gateway_policies.runtime.sse), alone: decoding edge cases, the encoder."""
 
 from __future__ import annotations
 
 import pytest
 from gateway_policies import StreamEvent
-from gateway_policies.sse import SSEDecoder, encode, encode_many
+from gateway_policies.runtime.sse import SSEDecoder, encode, encode_many
+
+pytestmark = pytest.mark.unit
 
 
 def decode(*chunks: bytes) -> list[tuple[str, str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from gateway_policies import Policy, PolicyContext, StreamEvent
-from gateway_policies.sse import encode
+from gateway_policies.runtime.sse import encode
 from gateway_policies.testing import assemble, decode, run_stream, stream, text_block
 
 from .support.client import policy_chain

@@ -20,14 +20,17 @@ from typing import Any
 
 import pytest
 from fallback_breaker import handler as breaker
-from gateway_policies.loader import load_chain
-from policy_gateway import budget_table, names, settings
+from gateway_policies.runtime.loader import load_chain
+from policy_gateway import names, settings
+from policy_gateway.fallback import budget_table
 
 from .support.cfn import ROOT, TEMPLATE, Stack, insight_rule_body, load_template
 from .support.clock import eventually
 from .support.fake_upstream import FakeUpstream, Reply
 from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import gateway_process, json_lines
+
+pytestmark = pytest.mark.deploy
 
 EVENTS = ROOT / "events"
 BIN = Path(sys.executable).parent

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from policy_gateway import names, settings
-from policy_gateway.xray_udp import parse_daemon_address
+from policy_gateway.observability.xray_udp import parse_daemon_address
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response

@@ -51,3 +51,13 @@ def error_of(data: str | bytes) -> dict[str, Any]:
     assert payload["type"] == "error"
     assert set(payload["error"]) == {"type", "message"}
     return dict(payload["error"])
+
+
+def user_request(content: Any, **extra: Any) -> dict[str, Any]:
+    """A Messages request with one user turn holding `content`."""
+    return {
+        "model": MODEL,
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": content}],
+        **extra,
+    }

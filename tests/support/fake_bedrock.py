@@ -22,7 +22,7 @@ from urllib.parse import unquote
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from policy_gateway.eventstream import encode_message
+from policy_gateway.upstream.bedrock.eventstream import encode_message
 from starlette.types import Receive, Scope, Send
 
 from .fake_upstream import SSE, last_user_text, message, text_events

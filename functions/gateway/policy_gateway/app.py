@@ -22,12 +22,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from . import settings, surface, tracing
+from . import settings, surface
 from .errors import error_body
+from .observability import tracing
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from .endpoint import Gateway, GatewayEndpoint
+    from .routes.endpoint import Gateway, GatewayEndpoint
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -56,21 +57,21 @@ class _NotOnBedrock:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
-    from .logs import logger  # loaded with the gateway, off the cold path
+    from .observability.logs import logger
 
     logger.error("unexpected error", extra={"error_type": type(exc).__name__})
     return JSONResponse(error_body(500, "Internal gateway error."), status_code=500)
 
 
 def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
-    from . import budget
-    from .auth import authenticator
-    from .endpoint import Gateway
-    from .fallback import Fallback
-    from .flag import FallbackFlag
+    from .auth.authenticator import authenticator
+    from .auth.upstream_key import upstream_key
+    from .fallback import budget
+    from .fallback.flag import FallbackFlag
+    from .fallback.send import Fallback
     from .policy_source import PolicySource
-    from .upstream import UpstreamClient
-    from .upstream_key import upstream_key
+    from .routes.endpoint import Gateway
+    from .upstream.client import UpstreamClient
 
     tracing.setup()
     key = upstream_key(config)
@@ -140,7 +141,9 @@ class _DeferredGateway:
         if self._built is not None:
             await (await self.get()).upstream.aclose()
 
-    def endpoint(self, name: str, handler: str = "messages:MessagesEndpoint") -> GatewayRoute:
+    def endpoint(
+        self, name: str, handler: str = "routes.messages:MessagesEndpoint"
+    ) -> GatewayRoute:
         return GatewayRoute(self, name, handler)
 
 

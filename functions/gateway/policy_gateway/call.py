@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from starlette.types import Scope, Send
 
-from .auth import Credentials
+from .auth.authenticator import Credentials
 from .lambda_context import InvocationContext
 
 _JSON = [(b"content-type", b"application/json")]

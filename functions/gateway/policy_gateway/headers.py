@@ -16,9 +16,12 @@ and framing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .errors import GatewayError
+
+HeaderLookup = Callable[[bytes], bytes | None]
+"""A request header's value by its lower-case name, or None: `dict(scope["headers"]).get`."""
 
 _HOP_BY_HOP = frozenset(
     {
@@ -108,8 +111,8 @@ def upstream_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]
 def forwarded_headers(
     raw: Iterable[tuple[bytes, bytes]], credential: list[tuple[str, str]] | None
 ) -> list[tuple[str, str]]:
-    """Every header the upstream gets: the client's (as above) with its credential,
-    or, where the gateway holds the upstream's credential (auth.py), with that instead."""
+    """Every header the upstream gets: the client's (as above) with its credential, or,
+    where the gateway holds the upstream's credential (auth/authenticator.py), with that."""
     headers = upstream_headers(raw)
     if credential is not None:
         headers = [item for item in headers if item[0] not in _CREDENTIAL_HEADERS] + credential

@@ -40,3 +40,8 @@ ANNOTATION_UPSTREAM_STATUS = "upstream_status"
 # (`request-id` from Anthropic, `x-amzn-requestid` from Bedrock), as support tickets
 # ask for it. The call's log line carries it under the same key.
 ATTRIBUTE_UPSTREAM_REQUEST_ID = "upstream_request_id"
+# What an upstream attempt's span is named for, "upstream <label> attempt <n>": the
+# request as the chain made it, the original the fallback resends, a route passed through.
+LABEL_POLICY = "policy"
+LABEL_FALLBACK = "passthrough-fallback"
+LABEL_PASSTHROUGH = "passthrough"

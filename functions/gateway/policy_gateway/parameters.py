@@ -28,10 +28,17 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.to_thread
 
-from .gateway_keys import SecretFormatError
-from .logs import logger
+from .observability.logs import logger
 
 T = TypeVar("T")
+
+
+class ValueFormatError(ValueError):
+    """A value read from AWS has no usable shape; the message says why, never the value.
+
+    Its message is therefore safe to log, which is why `keep_last_good` logs it.
+    """
+
 
 # One AWS read: two attempts in all (botocore's `total_max_attempts`; the
 # `max_attempts` key would count retries only, three attempts in all), each
@@ -86,7 +93,7 @@ def keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
             "secret": secret,
             "error_type": type(exc).__name__,
             # Its message names what is wrong with the secret, never its value.
-            **({"reason": str(exc)} if isinstance(exc, SecretFormatError) else {}),
+            **({"reason": str(exc)} if isinstance(exc, ValueFormatError) else {}),
         },
     )
     return last

@@ -16,9 +16,10 @@ from collections.abc import Callable
 
 from gateway_policies import PolicyChain, PolicyConfigError, load_chain
 
-from . import metrics, names
+from . import names
 from .errors import GatewayError
-from .logs import logger
+from .observability import metrics
+from .observability.logs import logger
 from .parameters import TTLCache, read_ssm_parameter
 
 NO_CHAIN_MESSAGE = (

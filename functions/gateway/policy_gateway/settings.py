@@ -1,8 +1,10 @@
 """The gateway's configuration: every environment variable it reads, read here and only here.
 
 template.yaml's function environment and the operators' runbooks use these
-names, and tests assert that the template agrees with them. The metric identity
-and the span keys are in names.py.
+names, and tests assert that the template agrees with them. The environment
+only: the variables, their defaults and the values they may take. The metric
+identity and the span keys are in names.py; a constant that is not
+configuration lives with the module that uses it.
 """
 
 from __future__ import annotations
@@ -70,18 +72,12 @@ DEFAULT_FLAG_TTL = 30.0
 DEFAULT_POLICY_CONFIG_PARAMETER = "/policy-gateway/policy-config"
 DEFAULT_POLICY_CONFIG_TTL = 30.0
 DEFAULT_DEADLINE_MARGIN = 3.0
-# What `policy-gateway init` writes: the fallback off, no policies. The flag
-# parameter is created with this pattern, so SSM refuses any other value.
-FLAG_ALLOWED_PATTERN = "^(true|false)$"
-EMPTY_POLICY_CHAIN = '{"policies": []}'
 # Where Lambda's X-Ray endpoint listens when AWS_XRAY_DAEMON_ADDRESS is unset
 # (the X-Ray daemon's own default).
 DEFAULT_XRAY_DAEMON_ADDRESS = "127.0.0.1:2000"
 # At most this many fallbacks per caller per window; 0 means no fallback at all.
 DEFAULT_FALLBACK_BUDGET = 10
 DEFAULT_FALLBACK_BUDGET_WINDOW = 3600
-# The table `serve --embedded-ssm` creates in its local stand-in.
-LOCAL_FALLBACK_BUDGET_TABLE = "policy-gateway-fallback-budget"
 
 # `passthrough`: the client's own Anthropic credentials go upstream.
 # `gateway_key`: clients present a gateway key, the gateway holds the Anthropic key.
@@ -102,10 +98,6 @@ PROVIDER_ANTHROPIC = "anthropic"
 PROVIDER_BEDROCK = "bedrock"
 UPSTREAM_PROVIDERS = (PROVIDER_ANTHROPIC, PROVIDER_BEDROCK)
 DEFAULT_UPSTREAM_PROVIDER = PROVIDER_ANTHROPIC
-
-# The Function URL rejects larger payloads; checking first means an oversized
-# body is refused before it is parsed or sent anywhere.
-MAX_REQUEST_BYTES = 6 * 1024 * 1024
 
 
 @dataclass(frozen=True)

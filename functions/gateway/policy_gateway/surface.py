@@ -31,12 +31,12 @@ class ApiRoute:
 
 
 _BATCH = "/v1/messages/batches/{message_batch_id}"
-_MESSAGES = "messages:MessagesEndpoint"
-_CREATE = "batches:BatchCreateEndpoint"
-_RESULTS = "batch_results:ResultsEndpoint"
-_OBJECTS = "batches:BatchObjectEndpoint"
-_MODELS = "passthrough:PassthroughEndpoint"
-_FILES = "passthrough:FilesEndpoint"
+_MESSAGES = "routes.messages:MessagesEndpoint"
+_CREATE = "routes.batches:BatchCreateEndpoint"
+_RESULTS = "routes.batch_results:ResultsEndpoint"
+_OBJECTS = "routes.batches:BatchObjectEndpoint"
+_MODELS = "routes.passthrough:PassthroughEndpoint"
+_FILES = "routes.passthrough:FilesEndpoint"
 
 ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("/v1/messages", ("POST",), "messages", _MESSAGES, POLICIES),

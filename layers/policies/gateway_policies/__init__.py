@@ -1,4 +1,11 @@
-"""Policy Gateway's policies: the interface, the chain and the built-in policies.
+"""Policy Gateway's policies: the author's API, the built-in policies, and the runtime.
+
+The author's API is this package's top level: `base` (Policy, PolicyContext,
+StreamEvent), `options` (PolicyOptions), `text` (TextRewriter), `tool_gate`
+(ToolCallGate), `numbers`, `exceptions`, and `testing` (a policy's unit tests).
+`builtin/` holds the built-in policies, written against that API like any
+other. `runtime/` is what runs policies in the gateway: the chain, the loader,
+the diff the fallback records, and the SSE codec.
 
 Everything a policy author needs is importable from here. `PolicyOptions`
 loads pydantic, so it is imported on first use: a gateway whose chain takes
@@ -7,16 +14,10 @@ no options never pays for pydantic at cold start.
 
 from typing import TYPE_CHECKING, Any
 
-from .base import (
-    JSONObject,
-    Policy,
-    PolicyConfigError,
-    PolicyContext,
-    PolicyViolation,
-    StreamEvent,
-)
-from .chain import PolicyChain, PolicyFailure
-from .loader import BUILTIN_POLICIES, load_chain
+from .base import JSONObject, Policy, PolicyContext, StreamEvent
+from .exceptions import PolicyConfigError, PolicyFailure, PolicyViolation
+from .runtime.chain import PolicyChain
+from .runtime.loader import BUILTIN_POLICIES, load_chain
 from .text import TextRewriter, response_text_slots, rewrite_text, text_slots
 from .tool_gate import ToolCallGate, canonical_input
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get
 from typing_extensions import TypeVar as DefaultTypeVar
 
 from .event_type import type_named, type_of
+from .exceptions import PolicyConfigError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -27,27 +28,6 @@ if TYPE_CHECKING:
 JSONObject = dict[str, Any]
 
 HOOKS = ("on_request", "on_response", "on_stream_event", "on_stream_end")
-
-
-class PolicyViolation(Exception):
-    """Raised by a policy to refuse a request or a response outright.
-
-    The client receives an Anthropic-shaped error with this status and type.
-    A violation is a decision, not a failure: it is never retried and the
-    passthrough fallback never overrides it.
-    """
-
-    def __init__(
-        self, message: str, *, status: int = 403, error_type: str = "permission_error"
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.error_type = error_type
-
-
-class PolicyConfigError(ValueError):
-    """A policy chain or a policy's options cannot be used."""
 
 
 def _compact(payload: JSONObject) -> str:

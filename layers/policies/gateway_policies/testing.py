@@ -30,8 +30,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from .base import JSONObject, Policy, PolicyContext, StreamEvent
-from .chain import PolicyChain
-from .sse import SSEDecoder, encode_many
+from .runtime.chain import PolicyChain
+from .runtime.sse import SSEDecoder, encode_many
 
 MODEL = "claude-sonnet-4-6"
 

@@ -19,7 +19,8 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .base import JSONObject, PolicyViolation
+from .base import JSONObject
+from .exceptions import PolicyViolation
 
 CLIENT_TOOL_TYPES = ("custom", "bash_", "text_editor_", "computer_", "memory_", "browser_toolset_")
 MCP_TOOLSET = "mcp_toolset"

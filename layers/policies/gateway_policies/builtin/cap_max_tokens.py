@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..base import JSONObject, Policy, PolicyContext, PolicyViolation
+from ..base import JSONObject, Policy, PolicyContext
+from ..exceptions import PolicyViolation
 from ..numbers import json_number
 from ..options import PolicyOptions
 

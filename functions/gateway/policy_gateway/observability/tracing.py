@@ -1,0 +1,277 @@
+"""Tracing on OpenTelemetry, kept behind this one small module.
+
+The gateway needs four things from tracing: `call` (a call's trace context,
+held for the call's duration), `start_span` (one span per upstream attempt),
+`Span.annotate` (a searchable X-Ray annotation) and `Span.end`. Outside this
+module only tracer_provider.py and xray_udp.py import OpenTelemetry, and they
+are loaded only from here, once tracing is on: with it off, a call costs a
+context-variable lookup and no import.
+
+Where spans go
+- In Lambda (LAMBDA_TASK_ROOT set): to the X-Ray endpoint Lambda runs beside a
+  function with active tracing (xray_udp.py), one datagram per span as it
+  ends, so nothing is left in a buffer when Lambda freezes the sandbox. The
+  Function URL's `x-amzn-trace-id` header (Root, Parent, Sampled) parents
+  every attempt's span, so attempts show as subsegments of the function's
+  segment, and its Sampled flag decides whether they are recorded, as with
+  the X-Ray SDK. Without the header nothing is traced.
+- Elsewhere (`serve` in a container or on a laptop): only when
+  OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set,
+  over OTLP/HTTP from a background thread, to any OpenTelemetry backend, with
+  the exporter of the `otlp` extra (`check_exporter`: no start without it).
+  Each call then has a server span of its own, named by its method and route
+  template, parented by an incoming `x-amzn-trace-id` or W3C `traceparent`
+  when there is one, with the attempts under it.
+- OTEL_SDK_DISABLED=true, or POWERTOOLS_TRACE_DISABLED=true (the switch of the
+  Powertools Tracer this replaced), turns tracing off everywhere.
+
+The service name is OTEL_SERVICE_NAME (or `service.name` in
+OTEL_RESOURCE_ATTRIBUTES), else POWERTOOLS_SERVICE_NAME, else
+`policy-gateway`. Sampling is the SDK's own (OTEL_TRACES_SAMPLER and
+OTEL_TRACES_SAMPLER_ARG, default `parentbased_always_on`). Trace ids the
+gateway starts embed the time, as X-Ray requires, so a collector can forward
+them to X-Ray as well.
+
+Annotations: X-Ray indexes only the span attributes whose keys the span lists
+in its `aws.xray.annotations` attribute; every other attribute becomes
+metadata, which filter expressions cannot search. `Span.annotate` does both, so
+`annotation.passthrough_fallback = true` finds the failed attempt as it did
+under the X-Ray SDK.
+
+Concurrency: a call's trace context lives in a context variable, which each
+call's task has to itself; nothing goes through the process environment, so
+concurrent calls in one process (`serve`, Lambda multi-concurrency) never
+cross their spans. Spans are explicit start/end pairs because an attempt's
+span outlives the function that starts it (a stream ends later).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cache
+from importlib import import_module
+from typing import TYPE_CHECKING, Protocol
+
+from .. import settings
+from ..headers import HeaderLookup
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span as OTelSpan
+    from opentelemetry.trace import Tracer
+
+# The span attribute that lists the keys X-Ray indexes as annotations.
+XRAY_ANNOTATIONS = "aws.xray.annotations"
+# Request headers that carry a caller's trace context, as the propagators name them.
+_TRACE_HEADERS = {
+    "X-Amzn-Trace-Id": b"x-amzn-trace-id",
+    "traceparent": b"traceparent",
+    "tracestate": b"tracestate",
+}
+
+
+class Span(Protocol):
+    def annotate(self, key: str, value: bool | int | float | str) -> None: ...
+
+    def describe(self, key: str, value: str) -> None: ...
+
+    def end(self, error: BaseException | None = None) -> None: ...
+
+
+class _NoSpan:
+    def annotate(self, key: str, value: bool | int | float | str) -> None:
+        pass
+
+    def describe(self, key: str, value: str) -> None:
+        pass
+
+    def end(self, error: BaseException | None = None) -> None:
+        pass
+
+
+_NO_SPAN = _NoSpan()
+
+
+class _AttemptSpan:
+    """An OpenTelemetry span whose annotations X-Ray indexes; ending it twice is harmless."""
+
+    def __init__(self, span: OTelSpan) -> None:
+        self._span = span
+        self._annotations: list[str] = []
+        self._open = True
+
+    def annotate(self, key: str, value: bool | int | float | str) -> None:
+        if not self._open:
+            return
+        self._span.set_attribute(key, value)
+        if key not in self._annotations:
+            self._annotations.append(key)
+            self._span.set_attribute(XRAY_ANNOTATIONS, self._annotations)
+
+    def describe(self, key: str, value: str) -> None:
+        """A plain attribute: shown with the span (X-Ray metadata), not indexed for search."""
+        if self._open:
+            self._span.set_attribute(key, value)
+
+    def end(self, error: BaseException | None = None) -> None:
+        if not self._open:
+            return
+        self._open = False
+        if error is not None:
+            # The type only: an exception's message or stack may quote a URL or a header.
+            _mark_error(self._span, type(error).__name__)
+        self._span.end()
+
+
+@dataclass
+class CallTrace:
+    """What the endpoint tells tracing about a call: its status, for the call's span."""
+
+    status: int = 0
+
+
+class ExporterMissing(Exception):
+    """Spans are to go over OTLP/HTTP, and its exporter cannot be imported."""
+
+
+def check_exporter() -> None:
+    """ExporterMissing when tracing outside Lambda is on and the OTLP/HTTP exporter is absent.
+
+    Checked before the server opens its port: found only when the gateway is
+    built, the gateway would never be ready and every call would fail.
+    """
+    config = settings.TracingSettings.from_env()
+    if not config.enabled or config.in_lambda:
+        return
+    try:
+        import_module(settings.OTLP_EXPORTER_MODULE)
+    except ImportError as exc:
+        raise ExporterMissing(
+            f"{settings.ENV_OTLP_ENDPOINT} (or {settings.ENV_OTLP_TRACES_ENDPOINT}) turns "
+            "tracing on, but the OTLP/HTTP exporter "
+            f"cannot be imported ({exc.name or exc}): install it with "
+            f"pip install 'policy-gateway[{settings.OTLP_EXTRA}]', or unset the endpoint"
+        ) from None
+
+
+def setup() -> None:
+    """Import OpenTelemetry and build the exporter now, off the event loop, if tracing is on.
+
+    The app calls this while it builds the gateway in a worker thread, so the
+    first traced call does not pay for the imports.
+    """
+    _tracing()
+
+
+@contextmanager
+def call(header: HeaderLookup, method: str, path: str, route: str | None) -> Iterator[CallTrace]:
+    """Hold the call's trace context for the call's duration; its spans start under it.
+
+    `route` is the path template the call matched (`/v1/messages/batches/{message_batch_id}`).
+    """
+    trace = CallTrace()
+    tracing = _tracing()
+    if tracing is None:
+        yield trace
+        return
+    parent, span = tracing.begin(header, method, path, route)
+    token = _call_parent.set(parent)
+    try:
+        yield trace
+    finally:
+        _call_parent.reset(token)
+        if span is not None:
+            tracing.finish(span, trace.status)
+
+
+def start_span(name: str) -> Span:
+    """A span for one upstream attempt, under the current call's trace (a no-op outside one)."""
+    parent = _call_parent.get()
+    if parent is None:
+        return _NO_SPAN
+    return _AttemptSpan(parent.tracer.start_span(name, context=parent.context))
+
+
+@dataclass(frozen=True)
+class _Parent:
+    tracer: Tracer
+    context: Context
+
+
+_call_parent: ContextVar[_Parent | None] = ContextVar("policy_gateway_trace_parent", default=None)
+
+
+class _Tracing:
+    """The tracer, and how a call's trace context is found in its headers."""
+
+    def __init__(self, tracer: Tracer, in_lambda: bool) -> None:
+        from opentelemetry import trace
+        from opentelemetry.propagators.aws import AwsXRayPropagator
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        self._tracer = tracer
+        self._in_lambda = in_lambda
+        self._xray = AwsXRayPropagator()
+        self._w3c = TraceContextTextMapPropagator()
+        self._trace = trace
+
+    def begin(
+        self, header: HeaderLookup, method: str, path: str, route: str | None
+    ) -> tuple[_Parent | None, OTelSpan | None]:
+        """What the call's attempts start under, and the call's own span if it has one.
+
+        In Lambda the function's segment (the header's Parent) is the call's
+        span already; elsewhere the gateway opens one.
+        """
+        carrier = {}
+        for key, name in _TRACE_HEADERS.items():
+            value = header(name)
+            if value is not None:
+                carrier[key] = value.decode("latin-1")
+        context = self._xray.extract(carrier)
+        remote = self._trace.get_current_span(context).get_span_context().is_valid
+        if self._in_lambda:
+            return (_Parent(self._tracer, context) if remote else None), None
+        if not remote:
+            context = self._w3c.extract(carrier)
+        attributes = {"http.request.method": method, "url.path": path}
+        if route is not None:
+            attributes["http.route"] = route
+        # Named as OpenTelemetry's HTTP conventions say: the method and the
+        # route's template, never the path itself, which can hold an id or a key.
+        span = self._tracer.start_span(
+            method if route is None else f"{method} {route}",
+            context=context,
+            kind=self._trace.SpanKind.SERVER,
+            attributes=attributes,
+        )
+        return _Parent(self._tracer, self._trace.set_span_in_context(span, context)), span
+
+    @staticmethod
+    def finish(span: OTelSpan, status: int) -> None:
+        if status:
+            span.set_attribute("http.response.status_code", status)
+            if status >= 500:
+                _mark_error(span, str(status))
+        span.end()
+
+
+def _mark_error(span: OTelSpan, error_type: str) -> None:
+    from opentelemetry.trace import StatusCode
+
+    span.set_attribute("error.type", error_type)
+    span.set_status(StatusCode.ERROR)
+
+
+@cache
+def _tracing() -> _Tracing | None:
+    config = settings.TracingSettings.from_env()
+    if not config.enabled:
+        return None
+    from .tracer_provider import tracer
+
+    built = tracer(config)
+    return None if built is None else _Tracing(built, config.in_lambda)

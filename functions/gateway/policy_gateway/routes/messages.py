@@ -1,0 +1,88 @@
+"""POST /v1/messages and /v1/messages/count_tokens: the call's way through the policies.
+
+request in → `_prepare` (parse, request hooks, serialize) → `Fallback.send`
+(the upstream attempt through `GatewayEndpoint._send`, and the passthrough
+fallback) → the response hooks
+(`_relay_json`) or the stream policies (stream_relay.py) → the client.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation
+
+from .. import offload
+from ..call import Call
+from ..errors import GatewayError
+from ..fallback.send import PreparedRequest
+from ..upstream.client import UpstreamResponse
+from .body import dump_json, parse_object
+from .endpoint import GatewayEndpoint
+from .refusal import policy_error
+from .stream_relay import UNREADABLE, StreamRelay, watched
+
+# Bodies above this are parsed on the worker loop even when no request hook runs:
+# parsing a few megabytes of tiny objects takes a few hundred milliseconds.
+OFFLOAD_BODY_BYTES = 64 * 1024
+
+
+class MessagesEndpoint(GatewayEndpoint):
+    async def _proxy(self, call: Call) -> None:
+        """Parse, run the chain, reach the upstream (with the fallback), relay the answer."""
+        gateway = self._gateway
+        chain = await gateway.policies.chain()
+        ctx = gateway.policy_context(call.call_id, endpoint=self._endpoint)
+        prepare = _prepare(call.original, chain, ctx)
+        try:
+            if chain.has_request_hooks or len(call.original) > OFFLOAD_BODY_BYTES:
+                prepared = await offload.run(prepare)
+            else:
+                prepared = await prepare
+        except (PolicyViolation, PolicyFailure) as exc:
+            raise policy_error(exc) from None
+        call.stream = prepared.ctx.stream
+        sending = gateway.fallback.send(call, prepared, self._send)
+        reached = await self._reach(call, sending, read=not call.stream)
+        if reached is None:
+            return
+        upstream, body = reached
+        if call.stream:
+            await StreamRelay(upstream, chain, prepared.ctx, call).run()
+        else:
+            await _relay_json(upstream, body, chain, prepared.ctx, call)
+
+
+async def _prepare(original: bytes, chain: PolicyChain, ctx: PolicyContext) -> PreparedRequest:
+    """Parse, run the request hooks, serialize: what the first attempt sends, and from what.
+
+    Policy errors are raised as they are, for the serving loop to count and log.
+    """
+    request = parse_object(original)
+    stream = ctx.stream = ctx.endpoint == "messages" and request.get("stream") is True
+    if not chain.has_request_hooks:
+        return PreparedRequest(original, original, request, chain, ctx)
+    await chain.apply_request(request, ctx)
+    if (request.get("stream") is True) != stream:
+        raise PolicyFailure("<chain>", "on_request: changed 'stream'")
+    return PreparedRequest(original, dump_json(request), request, chain, ctx)
+
+
+async def _relay_json(
+    upstream: UpstreamResponse, body: bytes, chain: PolicyChain, ctx: PolicyContext, call: Call
+) -> None:
+    if watched(chain) and ctx.endpoint == "messages":
+        try:
+            response = json.loads(body)
+        except (ValueError, RecursionError):
+            response = None
+        if not isinstance(response, dict):
+            # What the response policies cannot read must not reach the client unseen.
+            raise GatewayError(*UNREADABLE)
+        if chain.has_response_hooks:
+            try:
+                await chain.apply_response(response, ctx)
+            except (PolicyViolation, PolicyFailure) as exc:
+                raise policy_error(exc) from None
+            body = dump_json(response)
+    await call.respond(upstream.status, body, upstream.headers)

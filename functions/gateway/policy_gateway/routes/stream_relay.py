@@ -1,0 +1,203 @@
+"""The answer to a streaming call: upstream SSE → stream policies → client, frame by frame.
+
+The stream commits (200 and the SSE headers go out) with the first event that
+reaches the client, never before: until then any failure is answered with its
+real status and an Anthropic-shaped JSON body, exactly as direct access would.
+After the commit a failure can only be one `event: error` frame, as the API
+sends one.
+`StreamRelay._fail` is that one decision.
+
+Two upstream faults are failures too, never relayed as they came. A frame
+whose `event:` name is missing or differs from its data's `type`: the SDKs
+act on the data's `type` (and skip a frame with no name), so such a frame
+means one thing to the policies and another to the client. And a stream that
+ends before `message_stop` (or an `error` event): the client must not take a
+cut-short message for a finished one.
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation, StreamEvent
+from gateway_policies.runtime.sse import SSEDecoder, encode_many
+
+from .. import names
+from ..call import DEADLINE_ERROR, Call, merge_headers
+from ..errors import GatewayError, error_body
+from ..observability import metrics
+from ..observability.logs import logger
+from ..upstream.client import UpstreamResponse
+from ..upstream.errors import UpstreamUnavailable
+from .chunks import coalesced
+from .refusal import policy_error
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+]
+UNREADABLE = (
+    502,
+    "The upstream answered in a form the gateway's response policies cannot read.",
+    "api_error",
+)
+MISLABELLED = (
+    502,
+    "The upstream sent a stream event whose name is missing or is not its data's type.",
+    "api_error",
+)
+CUT_SHORT = (502, "The upstream stream ended before its message did.", "api_error")
+# The events after which an upstream stream may end.
+_ENDINGS = frozenset({"message_stop", "error"})
+
+
+def watched(chain: PolicyChain) -> bool:
+    """Whether policies read answers, so an answer they cannot read fails the call closed."""
+    return chain.has_response_hooks or chain.filters_stream
+
+
+class StreamRelay:
+    """One upstream stream on its way to the client; its progress is the attributes."""
+
+    def __init__(
+        self, upstream: UpstreamResponse, chain: PolicyChain, ctx: PolicyContext, call: Call
+    ) -> None:
+        self.upstream = upstream
+        self.chain = chain
+        self.ctx = ctx
+        self.call = call
+        self.committed = False
+        self.ended = False
+        """Whether the upstream sent an event that may end its stream."""
+        self.decoder = SSEDecoder()
+
+    async def run(self) -> None:
+        upstream = self.upstream
+        if watched(self.chain) and not _is_event_stream(upstream.headers):
+            await upstream.close()
+            upstream.span.end()
+            raise GatewayError(*UNREADABLE)
+        failure: GatewayError | None = None
+        try:
+            with anyio.move_on_after(self.call.seconds_left()) as budget:
+                try:
+                    await self._pump()
+                except (PolicyViolation, PolicyFailure) as exc:
+                    failure = policy_error(exc)
+                except GatewayError as exc:
+                    logger.warning("upstream stream refused", extra={"reason": exc.message})
+                    failure = exc
+                except OSError:
+                    self.call.disconnected = True
+                    return
+                except UpstreamUnavailable as exc:
+                    failure = (
+                        GatewayError(504, "The upstream stream stalled.", "timeout_error")
+                        if exc.timeout
+                        else GatewayError(502, "The upstream stream ended unexpectedly.")
+                    )
+                except Exception as exc:
+                    logger.warning(
+                        "upstream stream failed", extra={"error_type": type(exc).__name__}
+                    )
+                    failure = GatewayError(502, "The upstream stream ended unexpectedly.")
+            if budget.cancelled_caught:
+                failure = GatewayError(*DEADLINE_ERROR)
+        finally:
+            await upstream.close()
+            upstream.span.end()
+        if failure is not None:
+            await self._fail(failure)
+        if self.committed:
+            await self.call.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _pump(self) -> None:
+        async with coalesced(self.upstream.chunks()) as chunks:
+            async for chunk in chunks:
+                events = self.decoder.feed(chunk)
+                if events:
+                    await self._admit(events)
+        last = self.decoder.flush()
+        if last:
+            await self._admit(last)
+        if not self.ended:
+            raise GatewayError(*CUT_SHORT)
+        if self.chain.filters_stream:
+            await self._deliver(await self.chain.apply_stream_end(self.ctx))
+        if not self.committed:
+            raise GatewayError(502, "No event of the upstream stream was left to relay.")
+
+    async def _admit(self, events: list[StreamEvent]) -> None:
+        """Emit `events` up to the first whose name is not its data's type, then refuse."""
+        for position, event in enumerate(events):
+            kind = event.type
+            if not kind or kind != event.event:
+                if position:
+                    await self._emit(events[:position])
+                raise GatewayError(*MISLABELLED)
+            if kind in _ENDINGS:
+                self.ended = True
+        await self._emit(events)
+
+    async def _emit(self, events: list[StreamEvent]) -> None:
+        if not self.chain.filters_stream:
+            await self._deliver(events)
+            return
+        passed: list[StreamEvent] = []
+        try:
+            for event in events:
+                passed.extend(await self.chain.apply_stream_event(event, self.ctx))
+        except (PolicyViolation, PolicyFailure):
+            # Events a policy let through before the failure still go out, in
+            # order, ahead of the error frame.
+            if passed:
+                await self._deliver(passed)
+            raise
+        await self._deliver(passed)
+
+    async def _deliver(self, events: list[StreamEvent]) -> None:
+        # Nothing commits before an event goes out: a call whose first event a
+        # policy holds can still be refused with its own status.
+        if not events:
+            return
+        if not self.committed:
+            await self._commit()
+        await self._body(events)
+
+    async def _commit(self) -> None:
+        self.committed = True
+        call = self.call
+        call.status = self.upstream.status
+        metrics.milliseconds(
+            names.METRIC_TIME_TO_FIRST_EVENT, (time.perf_counter() - call.started) * 1000
+        )
+        await call.send(
+            {
+                "type": "http.response.start",
+                "status": self.upstream.status,
+                "headers": merge_headers(self.upstream.headers, _SSE_HEADERS),
+            }
+        )
+
+    async def _body(self, events: list[StreamEvent]) -> None:
+        if events:
+            body = encode_many(events)
+            await self.call.send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def _fail(self, error: GatewayError) -> None:
+        """Before the commit, the error as JSON with its status; after it, one error frame."""
+        if not self.committed:
+            await self.call.respond(error.status, error.to_bytes())
+            return
+        frame = StreamEvent.from_json(
+            "error", error_body(error.status, error.message, error.error_type)
+        )
+        await self._body([frame])
+
+
+def _is_event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(
+        key == b"content-type" and value.split(b";", 1)[0].strip().lower() == b"text/event-stream"
+        for key, value in headers
+    )

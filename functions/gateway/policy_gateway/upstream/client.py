@@ -1,0 +1,217 @@
+"""The upstream client: send one request body to the upstream API, with the SDK's retry policy.
+
+Bytes go through untouched (httpx2, the client the anthropic SDK is built on).
+Errors are classified by status, as the SDK does, never by message text, and
+httpx2's errors are translated here, into UpstreamStatusError and
+UpstreamUnavailable, and nowhere else. Retries follow retry.py, up to
+UPSTREAM_MAX_RETRIES times; a stream that has started is never retried. Every
+attempt is one trace span. What differs between upstream APIs is the
+`Provider` (provider.py), chosen here (`provider_for`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+import httpx2
+
+from .. import names, settings
+from ..observability import metrics, tracing
+from .anthropic import AnthropicProvider
+from .errors import UpstreamStatusError, is_http_status, not_an_http_status, unavailable
+from .provider import Provider
+from .retry import retry_delay, should_retry
+
+
+@dataclass
+class Tries:
+    """How many requests one send put on the wire, retries included (the call's `attempts`)."""
+
+    count: int = 0
+
+
+@dataclass
+class UpstreamResponse:
+    """A successful attempt: the status line and headers, and the body still to read."""
+
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    _response: httpx2.Response = field(repr=False)
+    span: tracing.Span = field(repr=False)
+    request_id: str | None
+    _provider: Provider = field(repr=False)
+    _path: str
+
+    async def read(self) -> bytes:
+        try:
+            return self._provider.answer(self._path, await self._response.aread())
+        finally:
+            await self.close()
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, as SSE; a reset or a stall mid-stream is UpstreamUnavailable."""
+        return self._provider.events(self._raw_chunks())
+
+    async def _raw_chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_bytes():
+                yield chunk
+        except httpx2.TransportError as exc:
+            raise unavailable(exc) from None
+
+    async def close(self) -> None:
+        # Shielded: a call cancelled by a client disconnect or the deadline
+        # must still release the upstream connection.
+        with anyio.CancelScope(shield=True):
+            await self._response.aclose()
+
+
+class UpstreamClient:
+    """A pooled HTTP client for the upstream, shared by every call in the process."""
+
+    def __init__(
+        self,
+        config: settings.Settings,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        provider: Provider | None = None,
+    ):
+        self._provider = provider or provider_for(config)
+        self._max_retries = max(0, config.upstream_max_retries)
+        self._client = httpx2.AsyncClient(
+            timeout=httpx2.Timeout(
+                config.upstream_read_timeout, connect=config.upstream_connect_timeout
+            ),
+            limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def attempt(
+        self,
+        path: str,
+        body: bytes,
+        headers: Sequence[tuple[str, str]],
+        *,
+        stream: bool,
+        label: str,
+        tries: Tries,
+        deadline: float | None = None,
+        method: str = "POST",
+    ) -> UpstreamResponse:
+        """Send until success, a non-retryable error, or retries run out; counting tries in `tries`.
+
+        Returns with the body unread when the upstream said 2xx; raises UpstreamStatusError or
+        UpstreamUnavailable otherwise (the tries counted, even if cancelled). `deadline` (a
+        time.time() value) stops retries that could not finish in time."""
+        provider = self._provider
+        outbound = provider.outbound(path, body, headers, stream=stream)
+        request = self._client.build_request(
+            method, outbound.url, content=outbound.body, headers=outbound.headers
+        )
+        retry = 0
+        while True:
+            await provider.sign(request)
+            tries.count += 1
+            span = tracing.start_span(f"upstream {label} attempt {retry + 1}")
+            try:
+                response, error = await self._exchange(request, stream=stream, span=span)
+            except anyio.get_cancelled_exc_class():
+                # The call's deadline passed: the span must not stay open under
+                # the next call's spans.
+                span.end()
+                raise
+            except httpx2.TransportError as exc:
+                span.end(exc)
+                metrics.count(names.METRIC_UPSTREAM_CONNECTION_ERRORS)
+                delay = retry_delay(retry, None)
+                if not self._may_retry(retry, deadline, delay):
+                    raise unavailable(exc) from None
+            else:
+                if error is None:
+                    return UpstreamResponse(
+                        response.status_code,
+                        provider.downstream(response.headers),
+                        response,
+                        span,
+                        _request_id(response, provider, span),
+                        provider,
+                        path,
+                    )
+                delay = retry_delay(retry, response.headers)
+                retryable = should_retry(error.status, response.headers)
+                if not (retryable and self._may_retry(retry, deadline, delay)):
+                    if retryable and retry:
+                        error.tell_client_not_to_retry()
+                    raise error
+                span.end()
+            await anyio.sleep(delay)
+            retry += 1
+
+    async def _exchange(
+        self, request: httpx2.Request, *, stream: bool, span: tracing.Span
+    ) -> tuple[httpx2.Response, UpstreamStatusError | None]:
+        """One HTTP exchange: the response, and its status error if it is one.
+
+        A non-streaming body is read here, so a reset mid-body is retried like
+        a refused connection.
+        """
+        response = await self._client.send(request, stream=True)
+        if response.status_code >= 400:
+            return response, await self._status_error(response, span)
+        if not stream:
+            await response.aread()
+        return response, None
+
+    def _may_retry(self, retry: int, deadline: float | None, delay: float) -> bool:
+        """Whether a retry after `delay` seconds is allowed and could still beat `deadline`."""
+        if retry >= self._max_retries:
+            return False
+        return deadline is None or time.time() + delay < deadline
+
+    async def _status_error(
+        self, response: httpx2.Response, span: tracing.Span
+    ) -> UpstreamStatusError:
+        try:
+            body = await response.aread()
+        except httpx2.TransportError:
+            body = b""
+        finally:
+            await response.aclose()
+        if is_http_status(response.status_code):
+            status, body = self._provider.status_error(response.status_code, response.headers, body)
+        else:
+            status, body = not_an_http_status(response.status_code)
+        metrics.count(names.METRIC_UPSTREAM_5XX if status >= 500 else names.METRIC_UPSTREAM_4XX)
+        span.annotate(names.ANNOTATION_UPSTREAM_STATUS, status)
+        return UpstreamStatusError(
+            status,
+            body,
+            self._provider.downstream(response.headers),
+            span,
+            _request_id(response, self._provider, span),
+        )
+
+
+def _request_id(response: httpx2.Response, provider: Provider, span: tracing.Span) -> str | None:
+    """The upstream's id for the attempt, on its span; capped like every logged header value."""
+    request_id = response.headers.get(provider.request_id_header)
+    if not request_id:
+        return None
+    request_id = request_id[:100]
+    span.describe(names.ATTRIBUTE_UPSTREAM_REQUEST_ID, request_id)
+    return request_id
+
+
+def provider_for(config: settings.Settings) -> Provider:
+    if config.bedrock:
+        # Imported only here: it brings botocore, which the Anthropic path never needs.
+        from .bedrock.provider import BedrockProvider
+
+        return BedrockProvider(config)
+    return AnthropicProvider(config.upstream_base_url)

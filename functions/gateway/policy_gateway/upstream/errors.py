@@ -1,0 +1,110 @@
+"""What an upstream attempt can end in besides an answer, and httpx2's errors translated.
+
+The one place a transport error becomes the gateway's own: the endpoint, the
+fallback and the relays see only these two exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+
+from ..errors import error_bytes
+from ..observability import tracing
+
+
+class UpstreamStatusError(Exception):
+    """The upstream answered with an error status. Its body and headers reach the client as-is.
+
+    `span` is the failed attempt's span, still open so the fallback can
+    annotate it; whoever handles the error ends it.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        headers: list[tuple[bytes, bytes]],
+        span: tracing.Span,
+        request_id: str | None,
+    ) -> None:
+        super().__init__(f"upstream status {status}")
+        self.status = status
+        self.body = body
+        self.headers = headers
+        self.span = span
+        self.request_id = request_id
+        """The upstream's id for the request: what support asks for (Anthropic's
+        `request-id`, Bedrock's `x-amzn-requestid`)."""
+
+    def tell_client_not_to_retry(self) -> None:
+        """The gateway already retried: an SDK retrying too would multiply the load
+        (up to nine upstream calls for one throttled request)."""
+        self.headers = [(k, v) for k, v in self.headers if k != b"x-should-retry"]
+        self.headers.append((b"x-should-retry", b"false"))
+
+    def _payload(self) -> object:
+        try:
+            return json.loads(self.body)
+        except (ValueError, RecursionError):
+            return None
+
+    @property
+    def client_body(self) -> bytes:
+        """The body for the client: the upstream's own when it is Anthropic-shaped.
+
+        A load balancer's HTML page or a proxy's odd JSON becomes an
+        Anthropic-shaped error with the same status, so SDKs parse it.
+        """
+        payload = self._payload()
+        if (
+            isinstance(payload, dict)
+            and payload.get("type") == "error"
+            and isinstance(payload.get("error"), dict)
+        ):
+            return self.body
+        return error_bytes(
+            self.status, f"The upstream API answered HTTP {self.status} without an API error body."
+        )
+
+    @property
+    def error_type(self) -> str:
+        """The upstream's `error.type`, for the fallback's log line (never its message)."""
+        payload = self._payload()
+        error = payload.get("error") if isinstance(payload, dict) else None
+        kind = error.get("type") if isinstance(error, dict) else None
+        return kind[:100] if isinstance(kind, str) else "<not an API error body>"
+
+
+def is_http_status(status: int) -> bool:
+    """Whether `status` is a final status of RFC 9110's range, the one an ASGI server
+    can send (Anthropic's 529 included); others make the server drop the connection."""
+    return 200 <= status <= 599
+
+
+def not_an_http_status(status: int) -> tuple[int, bytes]:
+    """What the client gets for an upstream status outside the HTTP tables (e.g. 999)."""
+    return 502, error_bytes(502, f"The upstream API answered with HTTP status {status}.")
+
+
+class UpstreamUnavailable(Exception):
+    """No answer from the upstream after every retry: refused, reset or timed out."""
+
+    def __init__(self, message: str, *, timeout: bool) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+
+
+def unavailable(exc: httpx2.TransportError) -> UpstreamUnavailable:
+    return UpstreamUnavailable(_describe(exc), timeout=isinstance(exc, httpx2.TimeoutException))
+
+
+def _describe(exc: httpx2.TransportError) -> str:
+    if isinstance(exc, httpx2.ConnectTimeout):
+        return "timed out connecting to the upstream API"
+    if isinstance(exc, httpx2.TimeoutException):
+        return "timed out waiting for the upstream API"
+    if isinstance(exc, httpx2.ConnectError):
+        return "could not connect to the upstream API"
+    return "the connection to the upstream API failed"

@@ -1,0 +1,143 @@
+"""A chain runs policies in order, and knows what the fallback needs from them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ..base import JSONObject, Policy, PolicyContext, StreamEvent
+from ..exceptions import PolicyFailure, PolicyViolation
+from .diff import MISSING, Location, format_path, resolve
+
+
+class PolicyChain:
+    """An ordered, immutable list of configured policies."""
+
+    def __init__(self, policies: Sequence[Policy[Any]] = ()) -> None:
+        self.policies: tuple[Policy[Any], ...] = tuple(policies)
+        self._request = [p for p in self.policies if p.implements("on_request")]
+        self._response = [p for p in self.policies if p.implements("on_response")]
+        self._stream = [
+            p
+            for p in self.policies
+            if p.implements("on_stream_event") or p.implements("on_stream_end")
+        ]
+
+    @property
+    def names(self) -> list[str]:
+        return [p.label for p in self.policies]
+
+    @property
+    def has_request_hooks(self) -> bool:
+        """False when no policy has a request hook: the body can go upstream as received."""
+        return bool(self._request)
+
+    @property
+    def has_response_hooks(self) -> bool:
+        return bool(self._response)
+
+    @property
+    def filters_stream(self) -> bool:
+        return bool(self._stream)
+
+    @property
+    def bypassable(self) -> bool:
+        """The fallback may resend the original only if every policy allows it."""
+        return all(p.bypassable for p in self.policies)
+
+    @property
+    def non_bypassable(self) -> list[str]:
+        return [p.label for p in self.policies if not p.bypassable]
+
+    async def apply_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        for policy in self._request:
+            async with _guard(policy, "on_request"):
+                await policy.on_request(request, ctx)
+
+    async def apply_response(self, response: JSONObject, ctx: PolicyContext) -> None:
+        for policy in self._response:
+            async with _guard(policy, "on_response"):
+                await policy.on_response(response, ctx)
+
+    async def apply_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
+        return await self._through(self._stream, [event], ctx)
+
+    async def apply_stream_end(self, ctx: PolicyContext) -> list[StreamEvent]:
+        """Flush each policy in order; what one flushes still passes the policies after it."""
+        out: list[StreamEvent] = []
+        for index, policy in enumerate(self._stream):
+            async with _guard(policy, "on_stream_end"):
+                owed = await policy.on_stream_end(ctx)
+            out.extend(await self._through(self._stream[index + 1 :], owed, ctx))
+        return out
+
+    @staticmethod
+    async def _through(
+        policies: Sequence[Policy[Any]], events: list[StreamEvent], ctx: PolicyContext
+    ) -> list[StreamEvent]:
+        for policy in policies:
+            if not events:
+                break
+            passed: list[StreamEvent] = []
+            async with _guard(policy, "on_stream_event"):
+                for event in events:
+                    passed.extend(await policy.on_stream_event(event, ctx))
+            events = passed
+        return events
+
+    async def attribute_changes(
+        self, document: JSONObject, locations: Sequence[Location], ctx: PolicyContext
+    ) -> dict[str, list[str]]:
+        """Which policy changed which of `locations` (paths only, never content).
+
+        Runs the request hooks again, one at a time, on `document` (a fresh
+        parse of the original, changed in place: the caller's to spend).
+        Before each hook only the values at `locations` are kept, as JSON
+        text, so the replay never copies the whole request. It is only called
+        when a fallback is about to happen, so the happy path never pays.
+        With one request hook in the chain there is nothing to tell apart:
+        every change is that policy's, and nothing is replayed.
+        """
+        if len(self._request) == 1:
+            (policy,) = self._request
+            return (
+                {policy.label: [format_path(location) for location in locations]}
+                if locations
+                else {}
+            )
+        attribution: dict[str, list[str]] = {}
+        for policy in self._request:
+            before = [_snapshot(document, location) for location in locations]
+            try:
+                await policy.on_request(document, ctx)
+            except Exception as exc:  # attribution must never stop the fallback's record
+                attribution[policy.label] = [f"<replay failed: {type(exc).__name__}>"]
+                continue
+            paths = [
+                format_path(location)
+                for location, old in zip(locations, before, strict=True)
+                if _snapshot(document, location) != old
+            ]
+            if paths:
+                attribution[policy.label] = paths
+        return attribution
+
+
+def _snapshot(document: JSONObject, location: Location) -> str | None:
+    value = resolve(document, location)
+    try:
+        return json.dumps(value, ensure_ascii=False) if value is not MISSING else None
+    except (TypeError, ValueError, RecursionError):
+        return repr(type(value))
+
+
+@asynccontextmanager
+async def _guard(policy: Policy[Any], hook: str) -> AsyncIterator[None]:
+    try:
+        yield
+    except PolicyViolation:
+        raise
+    except Exception as exc:
+        raise PolicyFailure(policy.label, hook) from exc

@@ -1,0 +1,89 @@
+"""Build a PolicyChain from the chain JSON.
+
+Format: `{"policies": [{"policy": "<builtin name or module:Class>", "options": {...}}]}`.
+Built-in policies are imported only when a chain names them, so a policy that
+is not configured costs nothing at cold start.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..base import Policy
+from ..exceptions import PolicyConfigError
+from .chain import PolicyChain
+
+BUILTIN_POLICIES: dict[str, str] = {
+    "noop": "gateway_policies.builtin.noop:Noop",
+    "string_replace": "gateway_policies.builtin.string_replace:StringReplace",
+    "inject_system_prompt": "gateway_policies.builtin.inject_system_prompt:InjectSystemPrompt",
+    "redact_secrets": "gateway_policies.builtin.redact_secrets:RedactSecrets",
+    "rewrite_model": "gateway_policies.builtin.rewrite_model:RewriteModel",
+    "cap_max_tokens": "gateway_policies.builtin.cap_max_tokens:CapMaxTokens",
+    "strip_tools": "gateway_policies.builtin.strip_tools:StripTools",
+    "block_tool_calls": "gateway_policies.builtin.block_tool_calls:BlockToolCalls",
+    "tool_call_judge": "gateway_policies.builtin.tool_call_judge:ToolCallJudge",
+}
+
+
+def _resolve(reference: str) -> type[Policy[Any]]:
+    target = BUILTIN_POLICIES.get(reference, reference)
+    module_name, sep, class_name = target.partition(":")
+    if not sep or not module_name or not class_name:
+        raise PolicyConfigError(
+            f"unknown policy {reference!r}: use a built-in name "
+            f"({', '.join(sorted(BUILTIN_POLICIES))}) or 'module:Class'"
+        )
+    try:
+        found = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise PolicyConfigError(f"cannot import policy {reference!r}: {exc}") from exc
+    except Exception as exc:
+        # A custom module that fails while importing is a config error too: it
+        # must leave the last good chain serving, not take the gateway down.
+        raise PolicyConfigError(
+            f"importing policy {reference!r} raised {type(exc).__name__}"
+        ) from exc
+    if not (isinstance(found, type) and issubclass(found, Policy)):
+        raise PolicyConfigError(f"{reference!r} is not a Policy subclass")
+    return found
+
+
+def _build(kind: type[Policy[Any]], options: Mapping[str, Any]) -> Policy[Any]:
+    try:
+        return kind(options)
+    except PolicyConfigError:
+        raise
+    except Exception as exc:
+        # A policy whose setup fails is a config error too: the last good chain
+        # keeps serving. The type only: the message may quote an option's value.
+        raise PolicyConfigError(f"{kind.__name__} failed to set up ({type(exc).__name__})") from exc
+
+
+def load_chain(config: str | bytes | Mapping[str, Any]) -> PolicyChain:
+    """Parse and validate a chain; raise PolicyConfigError with a clear message."""
+    if isinstance(config, str | bytes):
+        try:
+            config = json.loads(config)
+        except ValueError as exc:
+            raise PolicyConfigError(f"policy config is not valid JSON: {exc}") from exc
+    if not isinstance(config, Mapping) or not isinstance(config.get("policies"), list):
+        raise PolicyConfigError('policy config must be an object {"policies": [...]}')
+    policies: list[Policy[Any]] = []
+    for index, entry in enumerate(config["policies"]):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("policy"), str):
+            raise PolicyConfigError(f"policies[{index}] needs a string 'policy'")
+        unknown = set(entry) - {"policy", "options"}
+        if unknown:
+            raise PolicyConfigError(f"policies[{index}] has unknown keys {sorted(unknown)}")
+        options = entry.get("options") or {}
+        if not isinstance(options, Mapping):
+            raise PolicyConfigError(f"policies[{index}].options must be an object")
+        try:
+            policies.append(_build(_resolve(entry["policy"]), options))
+        except PolicyConfigError as exc:
+            raise PolicyConfigError(f"policies[{index}]: {exc}") from exc
+    return PolicyChain(policies)

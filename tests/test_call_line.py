@@ -1,0 +1,119 @@
+"""What a call's log line says about its way upstream, on every route: the tries, the request id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from policy_gateway.settings import Settings
+from policy_gateway.upstream import client as upstream_client
+from policy_gateway.upstream.client import Tries, UpstreamClient
+from policy_gateway.upstream.errors import UpstreamUnavailable
+
+from .support.client import HEADERS, request_body
+from .support.fake_upstream import FakeUpstream, Reply, message
+from .support.gateway import GatewayFactory, GatewayStdout
+
+
+def call_lines(stdout: GatewayStdout, count: int) -> list[dict[str, Any]]:
+    stdout.until(lambda text: text.count('"call finished"') >= count)
+    return [line for line in stdout.lines() if line.get("message") == "call finished"]
+
+
+def overloaded() -> Reply:
+    """A retryable answer that asks for an immediate retry (so the test never waits)."""
+    reply = Reply.error(529, "overloaded_error")
+    reply.headers["retry-after-ms"] = "1"
+    return reply
+
+
+def not_found(request_id: str) -> Reply:
+    reply = Reply.error(404, "not_found_error")
+    reply.headers["request-id"] = request_id
+    return reply
+
+
+def test_batch_and_passthrough_call_lines_carry_the_upstream_request_id(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, gateway_stdout: GatewayStdout
+) -> None:
+    url = make_gateway()
+    batch = {"id": "msgbatch_1", "type": "message_batch", "results_url": None}
+    upstream.script(
+        Reply(body={"data": [], "has_more": False}, headers={"request-id": "req_models"}),
+        Reply(body=batch, headers={"request-id": "req_create"}),
+        Reply(body=batch, headers={"request-id": "req_retrieve"}),
+        not_found("req_results"),
+    )
+    assert httpx2.get(f"{url}/v1/models", headers=HEADERS).status_code == 200
+    entry = {"custom_id": "a", "params": request_body()}
+    created = httpx2.post(f"{url}/v1/messages/batches", json={"requests": [entry]}, headers=HEADERS)
+    assert created.status_code == 200
+    batch_url = f"{url}/v1/messages/batches/msgbatch_1"
+    assert httpx2.get(batch_url, headers=HEADERS).status_code == 200
+    assert httpx2.get(f"{batch_url}/results", headers=HEADERS).status_code == 404
+    lines = call_lines(gateway_stdout, 4)
+    assert [(line["endpoint"], line["upstream_request_id"]) for line in lines] == [
+        ("models", "req_models"),
+        ("batch_create", "req_create"),
+        ("batch_retrieve", "req_retrieve"),
+        ("batch_results", "req_results"),
+    ]
+    assert all(line["attempts"] == 1 for line in lines)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_the_call_line_counts_every_try_the_upstream_client_made(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    gateway_stdout: GatewayStdout,
+    stream: bool,
+) -> None:
+    url = make_gateway(upstream_max_retries=3)
+    upstream.script(overloaded(), overloaded(), overloaded())
+    response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=stream), headers=HEADERS)
+    assert response.status_code == 200
+    (line,) = call_lines(gateway_stdout, 1)
+    assert len(upstream.requests) == 4
+    assert line["attempts"] == 4
+    assert line["upstream_request_id"] == "req_fake"
+
+
+def test_a_try_that_never_connected_is_counted_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three connection errors, then an answer: four requests sent, four tries counted."""
+    monkeypatch.setattr(upstream_client, "retry_delay", lambda retry, headers: 0.0)
+    sent: list[httpx2.Request] = []
+
+    def upstream(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        if len(sent) <= 3:
+            raise httpx2.ConnectError("refused", request=request)
+        return httpx2.Response(200, json=message("hi"), headers={"request-id": "req_4"})
+
+    config = Settings(upstream_base_url="http://upstream.invalid", upstream_max_retries=3)
+    client = UpstreamClient(config, transport=httpx2.MockTransport(upstream))
+
+    async def send(tries: Tries) -> str | None:
+        try:
+            answer = await client.attempt(
+                "/v1/messages", b"{}", [], stream=False, label="policy", tries=tries
+            )
+            answer.span.end()
+            return answer.request_id
+        finally:
+            await client.aclose()
+
+    tries = Tries()
+    assert anyio.run(send, tries) == "req_4"
+    assert (len(sent), tries.count) == (4, 4)
+
+    refused = Tries()
+    sent.clear()
+    client = UpstreamClient(
+        Settings(upstream_base_url="http://upstream.invalid", upstream_max_retries=1),
+        transport=httpx2.MockTransport(upstream),
+    )
+    with pytest.raises(UpstreamUnavailable):
+        anyio.run(send, refused)
+    assert (len(sent), refused.count) == (2, 2)
