@@ -1,8 +1,9 @@
 """Policy Gateway's policies: the author's API, the built-in policies, and the runtime.
 
 The author's API is this package's top level: `base` (Policy, PolicyContext,
-StreamEvent), `options` (PolicyOptions), `text` (TextRewriter), `tool_gate`
-(ToolCallGate), `numbers`, `exceptions`, and `testing` (a policy's unit tests).
+StreamEvent), `actions` (what a policy records for the audit), `options`
+(PolicyOptions), `text` (TextRewriter), `tool_gate` (ToolCallGate), `numbers`,
+`exceptions`, and `testing` (a policy's unit tests).
 `builtin/` holds the built-in policies, written against that API like any
 other. `runtime/` is what runs policies in the gateway: the chain, the loader,
 the diff the fallback records, and the SSE codec.
@@ -14,6 +15,7 @@ no options never pays for pydantic at cold start.
 
 from typing import TYPE_CHECKING, Any
 
+from .actions import ACTIONS, PolicyAction
 from .base import JSONObject, Policy, PolicyContext, StreamEvent
 from .exceptions import PolicyConfigError, PolicyFailure, PolicyViolation
 from .runtime.chain import PolicyChain
@@ -25,9 +27,11 @@ if TYPE_CHECKING:
     from .options import PolicyOptions
 
 __all__ = [
+    "ACTIONS",
     "BUILTIN_POLICIES",
     "JSONObject",
     "Policy",
+    "PolicyAction",
     "PolicyChain",
     "PolicyConfigError",
     "PolicyContext",

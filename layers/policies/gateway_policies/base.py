@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
+from .actions import PolicyAction
 from .event_type import type_named, type_of
 from .exceptions import PolicyConfigError
 
@@ -152,11 +153,36 @@ class PolicyContext:
     """The gateway's own Anthropic API key, for a policy that calls Anthropic itself
     (tool_call_judge): read through the gateway's cached secret reader, with its TTL and
     its AWS timeouts. None where the gateway holds no key (Amazon Bedrock as the upstream)."""
+    caller: str | None = None
+    """Who is calling, as the gateway names it for the budget and the logs: the gateway
+    key's name, `key:<hash>` of the forwarded credential, or the IAM role. Never a secret."""
+    caller_groups: tuple[str, ...] = ()
+    """The groups the caller belongs to (a gateway key's `"groups"`), in the listed order."""
+    shadow: bool = False
+    """True while a shadow-mode policy runs: what it records is what it would have done."""
+    actions: list[PolicyAction] = field(default_factory=list, repr=False)
+    """What the policies did on this call, in order (`record`): the audit trail."""
     _states: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def replay(self) -> PolicyContext:
-        """The same call again with no policy's state yet: for running its hooks once more."""
-        return PolicyContext(self.endpoint, self.stream, self.call_id, self.upstream_api_key)
+        """The same call again with no policy's state and no actions yet: to rerun its hooks."""
+        return PolicyContext(
+            self.endpoint,
+            self.stream,
+            self.call_id,
+            self.upstream_api_key,
+            caller=self.caller,
+            caller_groups=self.caller_groups,
+            shadow=self.shadow,
+        )
+
+    def record(self, policy: Policy[Any], action: str, **details: Any) -> None:
+        """Record that `policy` took `action` on this call (one of `actions.ACTIONS`).
+
+        `details` say what, for an auditor: kinds, counts, names, JSON paths; never
+        content and never a secret (`redact_secrets` records `kind` and `count`).
+        """
+        self.actions.append(PolicyAction(policy.label, action, details, self.shadow))
 
     def state(self, policy: Policy[Any], kind: type[S]) -> S:
         """This call's `kind` instance for `policy`, made with `kind()` on first use."""
