@@ -66,6 +66,12 @@ class DynamoDBStore:
         # boto3 loads only when the first fallback needs it, never on the cold path.
         return self._make_client()
 
+    def close(self) -> None:
+        """Close the client's connections, if it was ever made (before a snapshot)."""
+        client = self.__dict__.pop("_client", None)
+        if client is not None:
+            client.close()
+
     def _update(self, caller: str, start: int, limit: int, expires: int) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError
 
