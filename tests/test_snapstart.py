@@ -26,9 +26,10 @@ from .conftest import KEYS_SECRET, UPSTREAM_SECRET, PutSecret
 from .support.aws import AWSProxy, ContainerCredentials, gateway_env, wait_until
 from .support.client import policy_chain
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.sdk import REPLACE
 from .support.servers import gateway_process, serving
 from .support.traces import XRayEndpoint
-from .test_budget import CALLER_A, REPLACE, call, reject_the_rewrite
+from .test_budget import CALLER_A, call, reject_the_rewrite
 
 BEFORE = settings.DEFAULT_SNAPSTART_BEFORE_CHECKPOINT_PATH
 AFTER = settings.DEFAULT_SNAPSTART_AFTER_RESTORE_PATH
@@ -37,7 +38,7 @@ CHAIN = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 FLAG = settings.DEFAULT_FLAG_PARAMETER
 GET_PARAMETER = "AmazonSSM.GetParameter"
 GET_SECRET = "secretsmanager.GetSecretValue"
-MESSAGE = {"role": "user", "content": "hello"}
+MESSAGE: anthropic.types.MessageParam = {"role": "user", "content": "hello"}
 
 
 def rewrite_to(model: str) -> str:
