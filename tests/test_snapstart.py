@@ -28,7 +28,7 @@ from .support.client import policy_chain
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
 from .support.sdk import REPLACE
 from .support.servers import gateway_process, serving
-from .support.traces import XRayEndpoint
+from .support.traces import OTLPReceiver, XRayEndpoint
 from .test_budget import CALLER_A, call, reject_the_rewrite
 
 BEFORE = settings.DEFAULT_SNAPSTART_BEFORE_CHECKPOINT_PATH
@@ -200,6 +200,29 @@ def test_environments_restored_from_one_snapshot_draw_different_ids(
         restored = span_ids([first, second])
     assert restored[0] != restored[1]
     assert not set(restored) & set(at_snapshot)
+
+
+def test_spans_still_batched_are_exported_before_the_snapshot(
+    upstream: FakeUpstream, upstream_url: str
+) -> None:
+    """OTLP's batch waits to fill; the process may be frozen for days with it unsent."""
+    receiver = OTLPReceiver()
+    with serving(receiver) as collector:
+        env = {
+            settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+            settings.ENV_UPSTREAM_MAX_RETRIES: "0",
+            settings.ENV_OTLP_ENDPOINT: collector.url,
+            # Far longer than the test: only a flush can send the call's spans.
+            "OTEL_BSP_SCHEDULE_DELAY": "600000",
+            **HOOKS_ON,
+        }
+        with gateway_process(env) as (url, _):
+            client = anthropic.Anthropic(base_url=url, api_key="sk-ant-client", max_retries=0)
+            client.messages.create(model=MODEL, max_tokens=8, messages=[MESSAGE])
+            assert receiver.spans(seconds=0.5) == []
+            assert hook(url, BEFORE).status_code == 200
+            names = {span.name for span in receiver.spans(expect=2, seconds=0)}
+    assert names == {"POST /v1/messages", "upstream policy attempt 1"}
 
 
 def test_the_in_process_budget_starts_afresh_after_a_restore(
