@@ -38,6 +38,9 @@ CHAIN = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 FLAG = settings.DEFAULT_FLAG_PARAMETER
 GET_PARAMETER = "AmazonSSM.GetParameter"
 GET_SECRET = "secretsmanager.GetSecretValue"
+# Gateway keys as the keys secret requires them: long enough to be random.
+KEY_AT_SNAPSHOT = "gk-at-snapshot-0123456789"
+KEY_NOW = "gk-after-restore-0123456789"
 MESSAGE: anthropic.types.MessageParam = {"role": "user", "content": "hello"}
 
 
@@ -70,7 +73,7 @@ def test_a_restored_gateway_rereads_everything_and_reconnects(
     creds, creds_url = credentials
     ssm.put_parameter(Name=CHAIN, Value=rewrite_to("model-at-snapshot"), Type="String")
     ssm.put_parameter(Name=FLAG, Value="false", Type="String")
-    put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-at-snapshot"]}))
+    put_secret(KEYS_SECRET, json.dumps({"keys": [KEY_AT_SNAPSHOT]}))
     put_secret(UPSTREAM_SECRET, "sk-ant-at-snapshot")
     env = gateway_env(
         upstream_url,
@@ -84,7 +87,7 @@ def test_a_restored_gateway_rereads_everything_and_reconnects(
         },
     )
     with gateway_process(env) as (url, _):
-        before = anthropic.Anthropic(base_url=url, api_key="gk-at-snapshot", max_retries=0)
+        before = anthropic.Anthropic(base_url=url, api_key=KEY_AT_SNAPSHOT, max_retries=0)
         before.messages.create(model=MODEL, max_tokens=8, messages=[MESSAGE])
         (first,) = upstream.requests
         assert first.json["model"] == "model-at-snapshot"
@@ -94,7 +97,7 @@ def test_a_restored_gateway_rereads_everything_and_reconnects(
         # Days later, in a new environment: every value and the credentials changed.
         ssm.put_parameter(Name=CHAIN, Value=rewrite_to("model-now"), Type="String", Overwrite=True)
         ssm.put_parameter(Name=FLAG, Value="true", Type="String", Overwrite=True)
-        put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-now"]}))
+        put_secret(KEYS_SECRET, json.dumps({"keys": [KEY_NOW]}))
         put_secret(UPSTREAM_SECRET, "sk-ant-now")
         creds.access_key_id = "AKIDAFTERRESTORE"
         read_before = len(proxy.calls)
@@ -112,7 +115,7 @@ def test_a_restored_gateway_rereads_everything_and_reconnects(
         # The upstream refuses the rewritten request: with the flag now on, the
         # original goes as the fallback.
         upstream.script(Reply.error(400, "invalid_request_error"))
-        after = anthropic.Anthropic(base_url=url, api_key="gk-now", max_retries=0)
+        after = anthropic.Anthropic(base_url=url, api_key=KEY_NOW, max_retries=0)
         after.messages.create(model=MODEL, max_tokens=8, messages=[MESSAGE])
         rewritten, fallback = upstream.requests[1:]
         assert rewritten.json["model"] == "model-now"
