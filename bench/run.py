@@ -22,7 +22,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from . import fallback, latency, memory, startup
+from . import fallback, latency, memory, restore, startup
 from .harness import RESULTS, Environment
 from .report import Figure, machine, write
 
@@ -32,6 +32,7 @@ Group = Callable[[Environment, dict[str, Any]], list[Figure]]
 FIGURES: tuple[tuple[str, Group], ...] = (
     ("cold-start", startup.development),  # (5)
     ("artifact", startup.artifact),  # (8), runs `sam build`
+    ("restore", restore.restore),  # (9) SnapStart's restore path
     ("relay", latency.relay),  # (1), (2), (2b)
     ("results", latency.results),  # (7) batch results
     ("fallback", fallback.fallback),  # (3), (4), (7) budget check

@@ -23,6 +23,7 @@ from policy_gateway.parameters import (
     TOTAL_ATTEMPTS,
     TTLCache,
     aws_config,
+    expire_all,
 )
 
 pytestmark = pytest.mark.unit
@@ -282,3 +283,39 @@ def test_a_cancelled_caller_leaves_the_refresh_running(source: Source, wait: flo
         assert source.reads == 2
 
     anyio.run(run)
+
+
+def test_after_expire_all_a_held_value_waits_for_its_reread(source: Source) -> None:
+    """A SnapStart restore: the value from the snapshot does not serve while it is re-read."""
+    cache: TTLCache[object] = TTLCache(source, TTL, Errors(), Clock(), wait=0)
+
+    async def run() -> None:
+        assert await cache.get() == 1
+        source.stall()
+        source.value = 2
+        expire_all()
+        reading = asyncio.ensure_future(cache.get())
+        await until(lambda: source.reads == 2)
+        await asyncio.sleep(0.05)
+        assert not reading.done()  # wait=0, yet the held value is not served
+        source.answer()
+        assert await reading == 2
+        assert await cache.get() == 2
+        assert source.reads == 2
+
+    asyncio.run(run())
+
+
+def test_after_expire_all_a_failed_reread_serves_what_on_error_keeps(source: Source) -> None:
+    errors = Errors()
+    cache: TTLCache[object] = TTLCache(source, TTL, errors, Clock())
+
+    async def run() -> None:
+        assert await cache.get() == 1
+        source.error = ConnectionError("SSM unreachable")
+        expire_all()
+        assert await cache.get() == 1
+        assert errors.seen == [ConnectionError]
+        assert source.reads == 2
+
+    asyncio.run(run())

@@ -22,6 +22,7 @@ import pytest
 from fallback_breaker import handler as breaker
 from gateway_policies.runtime.loader import load_chain
 from policy_gateway import names, settings
+from policy_gateway.cli import deployment
 from policy_gateway.fallback import budget_table
 
 from .support.cfn import ROOT, TEMPLATE, Stack, insight_rule_body, load_template
@@ -132,7 +133,8 @@ def test_function_url_streams_and_auth_type_is_a_parameter() -> None:
 def test_public_url_has_both_invoke_permissions() -> None:
     # SAM adds the public permissions only for a literal AuthType; with the
     # parameter the template must declare them, both (InvokeFunctionUrl and,
-    # since October 2025, InvokeFunction restricted to Function URL calls).
+    # since October 2025, InvokeFunction restricted to Function URL calls), on
+    # the alias whose URL it is.
     assert TEMPLATE_JSON["Conditions"]["IsPublicUrl"] == {
         "Fn::Equals": [{"Ref": "FunctionUrlAuthType"}, "NONE"]
     }
@@ -140,18 +142,77 @@ def test_public_url_has_both_invoke_permissions() -> None:
         logical_id: resource
         for logical_id, resource in RESOURCES.items()
         if resource["Type"] == "AWS::Lambda::Permission"
-        and resource["Properties"]["FunctionName"] == {"Ref": "GatewayFunction"}
+        and _ref(resource["Properties"]["FunctionName"]).startswith("GatewayFunction")
     }
     actions: dict[str, Json] = {}
     for resource in permissions.values():
         assert resource["Condition"] == "IsPublicUrl"
         props = resource["Properties"]
-        assert _ref(props["FunctionName"]) == "GatewayFunction"
+        assert _ref(props["FunctionName"]) == "GatewayFunction.Alias"
         assert props["Principal"] == "*"
         actions[props["Action"]] = props
     assert set(actions) == {"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}
     assert actions["lambda:InvokeFunctionUrl"]["FunctionUrlAuthType"] == "NONE"
     assert actions["lambda:InvokeFunction"]["InvokedViaFunctionUrl"] is True
+
+
+def test_snapstart_is_on_by_default_on_a_published_alias() -> None:
+    fn = _function()
+    assert fn["AutoPublishAlias"] == deployment.FUNCTION_ALIAS
+    assert fn["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}
+    param = PARAMETERS["SnapStart"]
+    assert param["Default"] == "PublishedVersions"
+    assert set(param["AllowedValues"]) == {"PublishedVersions", "None"}
+    # The URL SAM builds from FunctionUrlConfig is the alias's (its Qualifier),
+    # so the snapshot serves every call that comes through it.
+    assert "FunctionUrlConfig" in fn
+    assert OUTPUTS["FunctionAlias"]["Value"] == {"Ref": "GatewayFunction.Alias"}
+
+
+def test_the_adapter_posts_the_hooks_the_gateway_serves() -> None:
+    env = _env()
+    assert (
+        env[settings.ENV_SNAPSTART_BEFORE_CHECKPOINT_PATH]
+        == settings.DEFAULT_SNAPSTART_BEFORE_CHECKPOINT_PATH
+    )
+    assert (
+        env[settings.ENV_SNAPSTART_AFTER_RESTORE_PATH]
+        == settings.DEFAULT_SNAPSTART_AFTER_RESTORE_PATH
+    )
+    # Not ready is not healthy: the adapter's readiness check (default healthy
+    # statuses 100-499) must see /healthz's 503 while a restore runs.
+    assert "AWS_LWA_READINESS_CHECK_HEALTHY_STATUS" not in env
+    deployed = Stack(TEMPLATE_JSON, "gw").resources()["GatewayFunction"]["Properties"]
+    lambda_env = {**deployed["Environment"]["Variables"], settings.ENV_LAMBDA_TASK_ROOT: "/task"}
+    configured = settings.Settings.from_env({k: str(v) for k, v in lambda_env.items()})
+    assert configured.snapstart_hooks
+    assert (
+        configured.snapstart_before_checkpoint_path
+        == env[settings.ENV_SNAPSTART_BEFORE_CHECKPOINT_PATH]
+    )
+    assert configured.snapstart_after_restore_path == env[settings.ENV_SNAPSTART_AFTER_RESTORE_PATH]
+
+
+def test_lambda_metrics_are_the_alias_s() -> None:
+    alias = {"Fn::Sub": "${GatewayFunction}:" + deployment.FUNCTION_ALIAS}
+    alarm = _resource("GatewayErrorsAlarm", "AWS::CloudWatch::Alarm")
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", "Errors")
+    assert alarm["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": "GatewayFunction"}},
+        {"Name": "Resource", "Value": alias},
+    ]
+    stack = Stack(TEMPLATE_JSON, "gw")
+    function = stack.resolve({"Ref": "GatewayFunction"})
+    dashboard = json.loads(stack.resources()["Dashboard"]["Properties"]["DashboardBody"])
+    charted = [
+        metric
+        for widget in dashboard["widgets"]
+        for metric in widget["properties"].get("metrics", [])
+        if metric[0] == "AWS/Lambda"
+    ]
+    assert charted
+    for metric in charted:
+        assert metric[2:6] == ["FunctionName", function, "Resource", f"{function}:live"]
 
 
 def test_architecture_is_a_parameter_graviton_by_default() -> None:

@@ -394,7 +394,8 @@ def test_the_app_is_not_created_when_its_spans_could_not_be_sent(
     tmp_path: Path, upstream_url: str, where: dict[str, str], outcome: str
 ) -> None:
     code = (
-        "from policy_gateway import app, tracing\n"
+        "from policy_gateway import app\n"
+        "from policy_gateway.observability import tracing\n"
         "try:\n"
         "    app.create_app()\n"
         "except tracing.ExporterMissing:\n"

@@ -8,6 +8,7 @@ accepts each request and answers nothing until `release()`.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,8 @@ import httpx2
 from policy_gateway import settings
 from starlette.types import Receive, Scope, Send
 
+from .servers import lifespan_handled
+
 # How often a waiting test looks whether what it waits for has happened.
 POLL_SECONDS = 0.01
 
@@ -27,6 +30,8 @@ class AWSCall:
     operation: str
     received: float
     answered: float | None = None
+    access_key_id: str | None = None
+    """Whose credentials signed the call (from its SigV4 Authorization header)."""
 
 
 def gateway_env(upstream_url: str, aws_url: str, **extra: str) -> dict[str, str]:
@@ -49,6 +54,58 @@ def wait_until(done: Callable[[], bool], timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"not done after {timeout}s")
         time.sleep(POLL_SECONDS)
+
+
+def signed_by(authorization: str) -> str | None:
+    """The access key id in a SigV4 `Authorization` header (`... Credential=AKID/date/...`)."""
+    _, found, rest = authorization.partition("Credential=")
+    return rest.split("/", 1)[0] if found else None
+
+
+class ContainerCredentials:
+    """The credentials endpoint a SnapStart function gets (AWS_CONTAINER_CREDENTIALS_FULL_URI).
+
+    botocore's container provider reads it; `access_key_id` is what it hands out
+    next, so a test can rotate the credentials between a snapshot and a restore.
+    """
+
+    def __init__(self, access_key_id: str) -> None:
+        self.access_key_id = access_key_id
+        self.served = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if await lifespan_handled(scope, receive, send):
+            return
+        self.served += 1
+        body = json.dumps(
+            {
+                "AccessKeyId": self.access_key_id,
+                "SecretAccessKey": "secret-" + self.access_key_id,
+                "Token": "token-" + self.access_key_id,
+                # Far off: a client built before the snapshot would never refresh by itself.
+                "Expiration": "2099-01-01T00:00:00Z",
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    def env(self, url: str) -> dict[str, str]:
+        """A process environment whose only AWS credentials are this endpoint's."""
+        return {
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI": url,
+            # Empty counts as unset for botocore's environment provider.
+            "AWS_ACCESS_KEY_ID": "",
+            "AWS_SECRET_ACCESS_KEY": "",
+            "AWS_SESSION_TOKEN": "",
+            "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/credentials",
+            "AWS_CONFIG_FILE": "/nonexistent/config",
+        }
 
 
 class AWSProxy:
@@ -83,7 +140,11 @@ class AWSProxy:
             if not message.get("more_body"):
                 break
         headers = {k.decode(): v.decode() for k, v in scope["headers"] if k != b"host"}
-        call = AWSCall(headers.get("x-amz-target", "?"), time.monotonic())
+        call = AWSCall(
+            headers.get("x-amz-target", "?"),
+            time.monotonic(),
+            access_key_id=signed_by(headers.get("authorization", "")),
+        )
         self.calls.append(call)
         # Abandoned if the server shuts down first; the thread is a daemon, as
         # the server's is, and ends at release().

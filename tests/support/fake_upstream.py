@@ -33,6 +33,8 @@ class Recorded:
     query: str = ""
     received_at: float = field(default_factory=time.time)
     method: str = "POST"
+    connection: tuple[str, int] | None = None
+    """The client's address and port: one per TCP connection the gateway opened."""
 
     @property
     def json(self) -> Any:
@@ -196,6 +198,7 @@ class FakeUpstream(Scripted["Recorded", "Reply"]):
             body,
             scope["query_string"].decode(),
             method=scope["method"],
+            connection=tuple(scope["client"]) if scope.get("client") else None,
         )
         reply = self._next(recorded)
         if reply.delay:

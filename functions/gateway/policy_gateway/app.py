@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from importlib import import_module
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from starlette.types import Receive, Scope, Send
 
 from . import settings, surface
 from .errors import error_body
+from .lifecycle import LifecycleHook
 from .observability import tracing
 from .settings import Settings
 
@@ -127,6 +129,21 @@ class _DeferredGateway:
         # Shielded: a cancelled call must not cancel the build the others await.
         return await asyncio.shield(self.start())
 
+    def then(self, step: Callable[[Gateway], Awaitable[Gateway]]) -> asyncio.Task[Gateway]:
+        """Serve what `step` makes of the gateway; until then /healthz is 503 and calls wait."""
+        self._built = asyncio.ensure_future(_stepped(self.start(), step))
+        return self._built
+
+    async def before_checkpoint(self) -> None:
+        from .snapstart import before_checkpoint
+
+        await self.then(before_checkpoint)
+
+    async def after_restore(self) -> None:
+        from .snapstart import after_restore
+
+        await self.then(partial(after_restore, clock=self._clock))
+
     @property
     def ready(self) -> bool:
         built = self._built
@@ -145,6 +162,12 @@ class _DeferredGateway:
         self, name: str, handler: str = "routes.messages:MessagesEndpoint"
     ) -> GatewayRoute:
         return GatewayRoute(self, name, handler)
+
+
+async def _stepped(
+    previous: asyncio.Future[Gateway], step: Callable[[Gateway], Awaitable[Gateway]]
+) -> Gateway:
+    return await step(await previous)
 
 
 class GatewayRoute:
@@ -199,6 +222,16 @@ def create_app(config: Settings | None = None, clock: Callable[[], float] = time
     app = Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
+            Route(
+                config.snapstart_before_checkpoint_path,
+                LifecycleHook(
+                    "before-checkpoint", config.snapstart_hooks, gateway.before_checkpoint
+                ),
+            ),
+            Route(
+                config.snapstart_after_restore_path,
+                LifecycleHook("after-restore", config.snapstart_hooks, gateway.after_restore),
+            ),
             *(
                 Route(
                     route.path,

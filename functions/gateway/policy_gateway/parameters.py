@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.to_thread
 
+from . import settings
 from .observability.logs import logger
 
 T = TypeVar("T")
@@ -56,6 +57,10 @@ READ_DEADLINE_SECONDS = 5.0
 # enough that a stalled one is not felt.
 REFRESH_WAIT_SECONDS = 0.25
 
+# Bumped by `expire_all` (a SnapStart restore): a value read under an older
+# generation is stale whatever its TTL says, and is not served while its re-read runs.
+_generation = 0
+
 
 def aws_config() -> Any:
     from botocore.config import Config
@@ -70,17 +75,59 @@ def aws_config() -> Any:
 
 
 @cache
+def _service_models() -> Any:
+    """botocore's loader of service models and endpoints: static data, parsed once per process."""
+    from botocore.session import get_session
+
+    return get_session().get_component("data_loader")
+
+
+def aws_client(service: str) -> Any:
+    """A new client in a new botocore session, so it resolves its credentials anew.
+
+    Only the parsed service models are shared (50-100 ms to parse again, which
+    a SnapStart restore would otherwise pay for each client).
+    """
+    from botocore.session import Session
+
+    session = Session()
+    session.register_component("data_loader", _service_models())
+    return session.create_client(service, region_name=settings.aws_region(), config=aws_config())
+
+
+@cache
 def _ssm() -> Any:
     from aws_lambda_powertools.utilities.parameters import SSMProvider
 
-    return SSMProvider(boto_config=aws_config())
+    return SSMProvider(boto3_client=aws_client("ssm"))
 
 
 @cache
 def _secrets() -> Any:
     from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-    return SecretsProvider(boto_config=aws_config())
+    return SecretsProvider(boto3_client=aws_client("secretsmanager"))
+
+
+def expire_all() -> None:
+    """Make every held value stale: the next `get` of each waits for its re-read.
+
+    The value held serves again only as its `on_error` says, when the re-read fails.
+    """
+    global _generation
+    _generation += 1
+
+
+def drop_clients() -> None:
+    """Close the SSM and Secrets Manager clients' connections and forget the clients.
+
+    The next read builds new ones, each in a new boto3 session that resolves
+    its credentials anew from the runtime's provider.
+    """
+    for provider in (_ssm, _secrets):
+        if provider.cache_info().currsize:
+            provider().client.close()
+        provider.cache_clear()
 
 
 def keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
@@ -136,20 +183,23 @@ class TTLCache(Generic[T]):
         self._held = False
         self._last_good: T | None = None
         self._expires = float("-inf")
+        self._generation = _generation
         self._refreshing: asyncio.Task[None] | None = None
 
     async def get(self) -> T:
-        if self._clock() < self._expires:
+        current = self._generation == _generation
+        if current and self._clock() < self._expires:
             return self._value  # type: ignore[return-value]
         refresh = self._refreshing
         if refresh is None:
             refresh = self._refreshing = asyncio.get_running_loop().create_task(self._refresh())
         # asyncio.wait never cancels the refresh: a call that stops waiting, or
         # is cancelled, leaves it running for the next one.
-        await asyncio.wait({refresh}, timeout=self._wait if self._held else None)
+        await asyncio.wait({refresh}, timeout=self._wait if self._held and current else None)
         return self._value  # type: ignore[return-value]
 
     async def _refresh(self) -> None:
+        self._generation = _generation
         try:
             with anyio.fail_after(self._deadline):
                 value = await anyio.to_thread.run_sync(self._load, abandon_on_cancel=True)

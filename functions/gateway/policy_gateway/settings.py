@@ -62,6 +62,13 @@ ENV_SERVER_LOG_LEVEL = "UVICORN_LOG_LEVEL"
 ENV_FALLBACK_BUDGET = "FALLBACK_BUDGET"
 ENV_FALLBACK_BUDGET_WINDOW = "FALLBACK_BUDGET_WINDOW_SECONDS"
 ENV_FALLBACK_BUDGET_TABLE = "FALLBACK_BUDGET_TABLE"
+# The Lambda Web Adapter's own SnapStart variables (adapter >= v1.1.0): the paths it
+# POSTs before the snapshot and after a restore. The gateway serves its hooks (lifecycle.py)
+# at whatever they name, so the template sets them once for both.
+ENV_SNAPSTART_BEFORE_CHECKPOINT_PATH = "AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH"
+ENV_SNAPSTART_AFTER_RESTORE_PATH = "AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH"
+# Outside Lambda the hook routes answer 404 unless this is `true` (tests, the bench).
+ENV_SNAPSTART_HOOKS = "SNAPSTART_HOOKS"
 
 DEFAULT_UPSTREAM_BASE_URL = "https://api.anthropic.com"
 DEFAULT_UPSTREAM_MAX_RETRIES = 2
@@ -78,6 +85,8 @@ DEFAULT_XRAY_DAEMON_ADDRESS = "127.0.0.1:2000"
 # At most this many fallbacks per caller per window; 0 means no fallback at all.
 DEFAULT_FALLBACK_BUDGET = 10
 DEFAULT_FALLBACK_BUDGET_WINDOW = 3600
+DEFAULT_SNAPSTART_BEFORE_CHECKPOINT_PATH = "/_lifecycle/before-checkpoint"
+DEFAULT_SNAPSTART_AFTER_RESTORE_PATH = "/_lifecycle/after-restore"
 
 # `passthrough`: the client's own Anthropic credentials go upstream.
 # `gateway_key`: clients present a gateway key, the gateway holds the Anthropic key.
@@ -137,6 +146,11 @@ class Settings:
     bedrock_region: str | None = None
     bedrock_model_map: str | None = None
     bedrock_endpoint_url: str | None = None
+    snapstart_before_checkpoint_path: str = DEFAULT_SNAPSTART_BEFORE_CHECKPOINT_PATH
+    snapstart_after_restore_path: str = DEFAULT_SNAPSTART_AFTER_RESTORE_PATH
+    snapstart_hooks: bool = False
+    """Serve the SnapStart hooks: always in Lambda (the adapter calls them), elsewhere
+    only when SNAPSTART_HOOKS=true, so that a laptop's gateway has no such routes."""
 
     def __post_init__(self) -> None:
         # A typo here must stop the gateway at start-up: guessing a mode could
@@ -211,6 +225,12 @@ class Settings:
             bedrock_region=env.get(ENV_BEDROCK_REGION) or aws_region(env),
             bedrock_model_map=env.get(ENV_BEDROCK_MODEL_MAP) or None,
             bedrock_endpoint_url=env.get(ENV_BEDROCK_ENDPOINT_URL) or None,
+            snapstart_before_checkpoint_path=env.get(ENV_SNAPSTART_BEFORE_CHECKPOINT_PATH)
+            or DEFAULT_SNAPSTART_BEFORE_CHECKPOINT_PATH,
+            snapstart_after_restore_path=env.get(ENV_SNAPSTART_AFTER_RESTORE_PATH)
+            or DEFAULT_SNAPSTART_AFTER_RESTORE_PATH,
+            snapstart_hooks=bool(env.get(ENV_LAMBDA_TASK_ROOT))
+            or _switch(ENV_SNAPSTART_HOOKS, env.get(ENV_SNAPSTART_HOOKS)),
         )
 
 

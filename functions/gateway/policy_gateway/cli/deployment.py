@@ -17,6 +17,8 @@ from .. import settings
 
 # Logical ids in template.yaml that the operator commands look up.
 FUNCTION_LOGICAL_ID = "GatewayFunction"
+# The alias AutoPublishAlias moves to each new version; the Function URL is its.
+FUNCTION_ALIAS = "live"
 ALARM_RESOURCE_TYPE = "AWS::CloudWatch::Alarm"
 
 

@@ -15,8 +15,6 @@ from typing import Any
 
 import anyio.to_thread
 
-from .. import settings
-
 # The table's schema; template.yaml declares the same (tests/test_template.py).
 KEY_ATTRIBUTE = "bucket"
 TTL_ATTRIBUTE = "expires_at"
@@ -46,12 +44,9 @@ def dynamodb_client() -> Any:
 
     Like every AWS client here it honours AWS_ENDPOINT_URL_DYNAMODB.
     """
-    import boto3
+    from ..parameters import aws_client
 
-    from ..parameters import aws_config
-
-    # botocore reads AWS_DEFAULT_REGION only; Lambda and most shells set AWS_REGION.
-    return boto3.client("dynamodb", region_name=settings.aws_region(), config=aws_config())
+    return aws_client("dynamodb")
 
 
 class DynamoDBStore:
@@ -65,6 +60,12 @@ class DynamoDBStore:
     def _client(self) -> Any:
         # boto3 loads only when the first fallback needs it, never on the cold path.
         return self._make_client()
+
+    def close(self) -> None:
+        """Close the client's connections, if it was ever made (before a snapshot)."""
+        client = self.__dict__.pop("_client", None)
+        if client is not None:
+            client.close()
 
     def _update(self, caller: str, start: int, limit: int, expires: int) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError

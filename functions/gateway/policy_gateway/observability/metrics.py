@@ -26,3 +26,8 @@ def milliseconds(name: str, value: float) -> None:
 def flush() -> None:
     if _metrics.metric_set:
         _metrics.flush_metrics()
+
+
+def discard() -> None:
+    """Drop what is buffered unflushed: after a restore it belongs to the snapshot's process."""
+    _metrics.clear_metrics()

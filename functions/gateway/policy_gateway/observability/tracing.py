@@ -166,6 +166,17 @@ def setup() -> None:
     _tracing()
 
 
+def flush(timeout_millis: int = 2000) -> None:
+    """Export every span still buffered (OTLP's batch), if tracing was ever set up.
+
+    Before a snapshot: the batch's export thread is frozen with the process.
+    """
+    if _tracing.cache_info().currsize:
+        built = _tracing()
+        if built is not None:
+            built.flush(timeout_millis)
+
+
 @contextmanager
 def call(header: HeaderLookup, method: str, path: str, route: str | None) -> Iterator[CallTrace]:
     """Hold the call's trace context for the call's duration; its spans start under it.
@@ -249,6 +260,12 @@ class _Tracing:
             attributes=attributes,
         )
         return _Parent(self._tracer, self._trace.set_span_in_context(span, context)), span
+
+    def flush(self, timeout_millis: int) -> None:
+        # The SDK's tracer holds its provider's span processor; the API's type does not say so.
+        processor = getattr(self._tracer, "span_processor", None)
+        if processor is not None:
+            processor.force_flush(timeout_millis)
 
     @staticmethod
     def finish(span: OTelSpan, status: int) -> None:
