@@ -7,7 +7,6 @@ defaults, as a local gateway started here would read them.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +67,7 @@ class Targets:
 def resolve(stack: str | None, region: str | None) -> Targets:
     region = region or settings.aws_region()
     if not stack:
-        env = dict(os.environ)
+        env = settings.environment()
         return Targets(settings.Settings.from_env(env), env, region)
     deployment = Deployment(stack, region)
     # DescribeStacks first: it is the call that tells an unknown stack from other faults.
