@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DEV_LOCK := locks/dev.txt
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(DEV_LOCK) | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-fast test-unit lint check-locks lock lock-upgrade bench clean
+.PHONY: run build test test-fast test-unit lint check-locks lock lock-upgrade bench clean
 
 # The project itself goes in last, editable, without dependencies and without
 # build isolation: everything it needs, build tools included, came from the lock.
@@ -22,6 +22,13 @@ $(STAMP): pyproject.toml $(DEV_LOCK)
 # simulator: no AWS account, no API key.
 run: $(STAMP)
 	$(BIN)/policy-gateway serve --simulate-upstream --embedded-ssm
+
+# `sam build` with what it needs: the SAM CLI and the SBOM tool (cyclonedx-py)
+# from the dev virtualenv; release/lambda.mk finds python3.13 on PATH or
+# through pyenv. Then `sam deploy` (README: Deploy). SAM_BUILD_ARGS adds
+# options, e.g. SAM_BUILD_ARGS="--parameter-overrides Architecture=x86_64".
+build: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" SAM_CLI_TELEMETRY=0 $(BIN)/sam build $(SAM_BUILD_ARGS)
 
 # Standard library only: it runs before the virtualenv is (re)built.
 check-locks:

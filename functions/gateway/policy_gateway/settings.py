@@ -273,3 +273,8 @@ def _switch(name: str, value: str | None) -> bool:
     if text not in ("true", "false"):
         raise ValueError(f"{name} must be true or false, got {value!r}")
     return text == "true"
+
+
+def environment() -> dict[str, str]:
+    """A copy of this process's environment: the operator commands say where a value came from."""
+    return dict(os.environ)

@@ -1,17 +1,20 @@
 """`policy-gateway`: serve the gateway, and steer a deployed one through SSM.
 
     policy-gateway serve [--host H] [--port P] [--simulate-upstream] [--embedded-ssm]
-    policy-gateway flag on|off|status
-    policy-gateway policy show|set FILE
+    policy-gateway flag on|off|status [--stack NAME] [--region R]
+    policy-gateway policy show|validate FILE|diff FILE|set FILE [--stack NAME] [--region R]
     policy-gateway init [--stack NAME] [--region R]
     policy-gateway doctor --stack NAME [--region R] [--url URL]
-    policy-gateway budget CALLER
+    policy-gateway budget CALLER|top [--limit N] [--stack NAME] [--region R]
+    policy-gateway --version
 
 The operator commands honour the standard AWS SDK environment (region,
 profile, AWS_ENDPOINT_URL_SSM, AWS_ENDPOINT_URL_DYNAMODB). The first-run
 stand-ins (an embedded SSM, which also serves the fallback budget's table, and
 an upstream simulator) start only when asked for, and never replace an
-endpoint that is configured.
+endpoint that is configured. With --stack, the operator commands take every
+name from that stack's function; they change only what exists (`init` alone
+creates), and a failure is one line with the next step.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .. import settings
 from .commands import (
     EMPTY_POLICY_CHAIN,
     FLAG_VALUES,
+    TOP,
     budget,
     doctor,
     flag,
@@ -36,6 +40,7 @@ from .commands import (
     say,
     ssm_client,
 )
+from .operator_errors import explain
 
 _LOCAL_REGION = "us-east-1"
 # The table `serve --embedded-ssm` creates in its local stand-in.
@@ -175,8 +180,16 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _targeted(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--stack", help="take the names from this stack's function (default: this environment)"
+    )
+    command.add_argument("--region")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="policy-gateway", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("serve", help="serve the gateway over HTTP")
     run.add_argument("--host", default="127.0.0.1")
@@ -195,16 +208,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=serve)
     toggle = commands.add_parser("flag", help="read or set the passthrough-fallback flag")
     toggle.add_argument("action", choices=["on", "off", "status"])
+    _targeted(toggle)
     toggle.set_defaults(handler=flag)
-    chain = commands.add_parser("policy", help="read or set the policy chain parameter")
-    chain.add_argument("action", choices=["show", "set"])
+    chain = commands.add_parser(
+        "policy", help="read, check, compare or set the policy chain parameter"
+    )
+    chain.add_argument("action", choices=["show", "validate", "diff", "set"])
     chain.add_argument("file", nargs="?")
+    _targeted(chain)
     chain.set_defaults(handler=policy)
     setup = commands.add_parser(
         "init", help="create the flag and policy chain parameters if absent (never overwrites)"
     )
-    setup.add_argument("--stack", help="take the parameter names from this stack's function")
-    setup.add_argument("--region")
+    _targeted(setup)
     setup.set_defaults(handler=init)
     check = commands.add_parser("doctor", help="check a deployed stack (read-only)")
     check.add_argument("--stack", required=True)
@@ -214,11 +230,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=doctor)
     spent = commands.add_parser(
-        "budget", help="print a caller's use of the fallback budget in the current window"
+        "budget",
+        help="print a caller's use of the fallback budget in the current window, "
+        "or the callers that used most (top)",
     )
     spent.add_argument(
-        "caller", help="as logged in `caller`: a key name, key:<digest> or a principal ARN"
+        "caller",
+        help=f"as logged in `caller`: a key name, key:<digest> or a principal ARN; or {TOP}",
     )
+    spent.add_argument(
+        "--limit", type=int, default=10, help=f"how many callers {TOP} lists (default 10)"
+    )
+    _targeted(spent)
     spent.set_defaults(handler=budget)
     return parser
 
@@ -232,5 +255,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.command == "serve":
             raise
-        say(f"policy-gateway {args.command}: {type(exc).__name__}: {exc}")
-        return 1
+        failure = explain(exc)
+        say(f"policy-gateway {args.command}: {failure}")
+        return failure.exit_code
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("policy-gateway")
+    except PackageNotFoundError:
+        return "(not installed: pip install -e .)"
