@@ -173,7 +173,7 @@ def test_configured_endpoints_are_never_replaced_by_stand_ins(
     printed = log.read_text()
     assert "not starting the upstream simulator" in printed
     assert "not starting the embedded SSM" in printed
-    assert f"-> {upstream_url}" in printed
+    assert f"-> the Anthropic API at {upstream_url}" in printed
     assert "fallback budget: 10 per caller per 3600 s, kept in this process" in printed
 
 

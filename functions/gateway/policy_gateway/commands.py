@@ -126,6 +126,10 @@ def init(args: argparse.Namespace) -> int:
             print(f"kept     {parameter['Name']} (exists, version {version}; never overwritten)")
         else:
             print(f"created  {parameter['Name']} = {parameter['Value']}")
+    if args.secrets:
+        from .local_secrets import create_local_secrets
+
+        return create_local_secrets(args)
     return 0
 
 
