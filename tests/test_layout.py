@@ -38,10 +38,10 @@ def test_no_function_of_the_gateway_is_longer_than_a_screen() -> None:
 
 
 def test_the_environment_is_read_in_settings_only() -> None:
-    # cli.py also touches it, to set up the first-run stand-ins before Settings reads it.
+    # standins.py also touches it, to point Settings at the first-run stand-ins it starts.
     readers = {
         path.name
         for path in PACKAGE.glob("*.py")
         if re.search(r"\bos\.(environ|getenv)\b", path.read_text())
     }
-    assert readers <= {"settings.py", "cli.py"}
+    assert readers <= {"settings.py", "standins.py"}

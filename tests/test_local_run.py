@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import boto3
 import httpx2
 import pytest
 from policy_gateway import settings
@@ -265,3 +266,17 @@ def test_policy_set_against_the_stand_in_takes_effect_within_the_ttl(tmp_path: P
         eventually(
             lambda: _tool_calls(_ask(sdk(url), DANGEROUS, streaming=False)) == [], timeout=10
         )
+
+
+def test_init_secrets_stores_anthropic_api_key_and_prints_the_gateway_key_once() -> None:
+    created = cli("init", "--secrets", env={settings.ENV_ANTHROPIC_API_KEY: "sk-ant-mine"})
+    assert created.returncode == 0, created.stderr
+    secrets: Any = boto3.client("secretsmanager")
+    stored = secrets.get_secret_value(SecretId=settings.DEFAULT_UPSTREAM_API_KEY_SECRET)
+    assert stored["SecretString"] == "sk-ant-mine"
+    assert "sk-ant-mine" not in created.stdout + created.stderr
+    keys = json.loads(
+        secrets.get_secret_value(SecretId=settings.DEFAULT_GATEWAY_KEYS_SECRET)["SecretString"]
+    )
+    assert [entry["name"] for entry in keys["keys"]] == ["local"]
+    assert keys["keys"][0]["key"] in created.stdout  # printed once, for the operator

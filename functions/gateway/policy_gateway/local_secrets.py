@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 from typing import Any
 
@@ -26,7 +25,6 @@ from .commands import say
 
 LOCAL_KEY_NAME = "local"
 GATEWAY_KEY_PREFIX = "gk-"
-ENV_ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY"
 PLACEHOLDER_UPSTREAM_KEY = "sk-ant-placeholder-only-the-simulator-accepts"
 
 
@@ -58,7 +56,7 @@ def create_local_secrets(args: argparse.Namespace) -> int:
     ):
         # Printed once, here: the secret keeps it, no log ever does.
         print(f"created  {config.gateway_keys_secret}: key {LOCAL_KEY_NAME!r} = {key}")
-    upstream = os.environ.get(ENV_ANTHROPIC_API_KEY) or PLACEHOLDER_UPSTREAM_KEY
+    upstream = settings.anthropic_api_key() or PLACEHOLDER_UPSTREAM_KEY
     if _create(
         client,
         config.upstream_api_key_secret,
@@ -66,9 +64,10 @@ def create_local_secrets(args: argparse.Namespace) -> int:
         "Policy Gateway: the Anthropic API key the gateway calls with",
     ):
         source = (
-            f"from {ENV_ANTHROPIC_API_KEY}"
+            f"from {settings.ENV_ANTHROPIC_API_KEY}"
             if upstream != PLACEHOLDER_UPSTREAM_KEY
-            else f"a placeholder only the simulator accepts; set {ENV_ANTHROPIC_API_KEY} "
+            else "a placeholder only the simulator accepts; set "
+            f"{settings.ENV_ANTHROPIC_API_KEY} "
             "before init to store your key"
         )
         print(f"created  {config.upstream_api_key_secret} ({source})")
