@@ -26,9 +26,11 @@ $(STAMP): pyproject.toml $(DEV_LOCK)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
+# --no-compile: byte-compiling every module of moto and botocore up front costs
+# more than compiling, on first import, the few a local run imports.
 $(RUN_STAMP): pyproject.toml $(RUN_LOCK)
 	$(PYTHON) -m venv $(RUN_VENV)
-	$(RUN_VENV)/bin/python -m pip install --quiet --require-hashes -r $(RUN_LOCK)
+	$(RUN_VENV)/bin/python -m pip install --quiet --no-compile --require-hashes -r $(RUN_LOCK)
 	$(RUN_VENV)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	rm -f $(RUN_VENV)/.installed-*
 	touch $@
