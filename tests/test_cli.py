@@ -17,7 +17,7 @@ import boto3
 import pytest
 from policy_gateway import settings
 from policy_gateway.auth.authenticator import key_caller
-from policy_gateway.cli.main import LOCAL_FALLBACK_BUDGET_TABLE
+from policy_gateway.cli.standins import LOCAL_FALLBACK_BUDGET_TABLE
 from policy_gateway.fallback.budget_table import DynamoDBStore, window_start
 
 from .support.cli import cli, status_of
@@ -317,7 +317,7 @@ def test_configured_endpoints_are_never_replaced_by_stand_ins(
     printed = log.read_text()
     assert "not starting the upstream simulator" in printed
     assert "not starting the embedded SSM" in printed
-    assert f"-> {upstream_url}" in printed
+    assert f"-> the Anthropic API at {upstream_url}" in printed
     assert "fallback budget: 10 per caller per 3600 s, kept in this process" in printed
 
 

@@ -121,3 +121,14 @@ def test_an_unknown_stack_is_one_line() -> None:
         "policy-gateway flag: stack no-such-stack not found; check --stack and --region "
         "(sam list stack-outputs)"
     )
+
+
+def test_init_secrets_with_a_stack_is_refused_before_anything_is_created(
+    stack: dict[str, str], ssm: Any
+) -> None:
+    result = on_stack("init", "--secrets")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("policy-gateway init: --secrets is for a run without a stack")
+    assert ssm.describe_parameters()["Parameters"] == []
+    assert boto3.client("secretsmanager").list_secrets()["SecretList"] == []

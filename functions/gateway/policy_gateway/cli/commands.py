@@ -115,8 +115,17 @@ def init(args: argparse.Namespace) -> int:
     values back), so this is how a new stack gets them: the fallback off and
     an empty chain, which the operator then changes with `flag` and `policy`.
     """
+    from .operator_errors import OperatorError
     from .operator_targets import resolve
 
+    if args.secrets and args.stack:
+        # Refused before anything is created: a stack's secrets are its own.
+        raise OperatorError(
+            "--secrets is for a run without a stack: a stack creates its own secrets; "
+            "nothing created",
+            "fill them as its outputs GatewayKeysSecretArn and UpstreamApiKeySecretArn say",
+            exit_code=2,
+        )
     targets = resolve(args.stack, args.region)
     flag_name, chain_name = targets.config.flag_parameter, targets.policy_config_parameter
     ssm = targets.client("ssm")
@@ -139,6 +148,10 @@ def init(args: argparse.Namespace) -> int:
             print(f"kept     {parameter['Name']} (exists, version {version}; never overwritten)")
         else:
             print(f"created  {parameter['Name']} = {parameter['Value']}")
+    if args.secrets:
+        from .local_secrets import create_local_secrets
+
+        return create_local_secrets(args)
     return 0
 
 
