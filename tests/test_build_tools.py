@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.deploy
+
 ROOT = Path(__file__).resolve().parents[1]
 RELEASE = ROOT / "release"
 # PATH without the dev virtualenv, pyenv's shims or anything a developer added.
