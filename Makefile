@@ -1,13 +1,21 @@
 # Two commands on a fresh machine: `make run` serves the gateway locally,
-# `make test` runs every check. Each creates the virtualenv it needs, from
-# locks/dev.txt only (hash-checked), so every machine tests the same versions.
+# `make test` runs every check. Each creates the virtualenv it needs from its
+# own hash-checked lock: `make run` .venv-run from locks/serve.txt (serving and
+# its stand-ins, nothing else), `make test` .venv from locks/dev.txt, so every
+# machine tests the same versions.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEV_LOCK := locks/dev.txt
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(DEV_LOCK) | cksum | cut -d' ' -f1)
+RUN_VENV := .venv-run
+RUN_LOCK := locks/serve.txt
+RUN_STAMP := $(RUN_VENV)/.installed-$(shell cat pyproject.toml $(RUN_LOCK) | cksum | cut -d' ' -f1)
+# The local run's ports: the gateway's, and the embedded AWS stand-in's.
+PORT ?= 8080
+SSM_PORT ?= 8787
 
-.PHONY: run test test-fast test-unit lint check-locks lock lock-upgrade bench clean
+.PHONY: run build test test-fast test-unit lint check-locks lock lock-upgrade bench clean
 
 # The project itself goes in last, editable, without dependencies and without
 # build isolation: everything it needs, build tools included, came from the lock.
@@ -18,10 +26,29 @@ $(STAMP): pyproject.toml $(DEV_LOCK)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-# Local gateway with an embedded SSM stand-in and a built-in upstream
-# simulator: no AWS account, no API key.
-run: $(STAMP)
-	$(BIN)/policy-gateway serve --simulate-upstream --embedded-ssm
+# --no-compile: byte-compiling every module of moto and botocore up front costs
+# more than compiling, on first import, the few a local run imports.
+$(RUN_STAMP): pyproject.toml $(RUN_LOCK)
+	$(PYTHON) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/python -m pip install --quiet --no-compile --require-hashes -r $(RUN_LOCK)
+	$(RUN_VENV)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	rm -f $(RUN_VENV)/.installed-*
+	touch $@
+
+# Local gateway with an embedded AWS stand-in (SSM, Secrets Manager, DynamoDB)
+# and a built-in upstream simulator: no AWS account, no API key. A busy port
+# stops it with one line, before anything starts: choose others with
+# `make run PORT=... SSM_PORT=...`.
+run: $(RUN_STAMP)
+	$(RUN_VENV)/bin/policy-gateway serve --simulate-upstream --embedded-ssm \
+		--port $(PORT) --embedded-ssm-port $(SSM_PORT)
+
+# `sam build` with what it needs: the SAM CLI and the SBOM tool (cyclonedx-py)
+# from the dev virtualenv; release/lambda.mk finds python3.13 on PATH or
+# through pyenv. Then `sam deploy` (README: Deploy). SAM_BUILD_ARGS adds
+# options, e.g. SAM_BUILD_ARGS="--parameter-overrides Architecture=x86_64".
+build: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" SAM_CLI_TELEMETRY=0 $(BIN)/sam build $(SAM_BUILD_ARGS)
 
 # Standard library only: it runs before the virtualenv is (re)built.
 check-locks:
@@ -56,4 +83,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) .aws-sam .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(RUN_VENV) .aws-sam .mypy_cache .ruff_cache .pytest_cache

@@ -12,16 +12,34 @@
 RELEASE := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 ROOT := $(abspath $(RELEASE)/..)
 LOCKS := $(ROOT)/locks
-# The runtime's interpreter (template.yaml: Runtime), as `sam build` needs it.
-PYTHON313 ?= python3.13
-# The SBOM tool comes with the dev dependencies; any cyclonedx-py on PATH will do.
-CYCLONEDX ?= $(or $(shell command -v cyclonedx-py),$(ROOT)/.venv/bin/cyclonedx-py)
+# The runtime's interpreter (template.yaml: Runtime): a python3.13 that runs
+# from PATH, else pyenv's (its python3.13 shim runs only for a selected version,
+# so the build takes the installed one's path, with no PYENV_VERSION needed).
+ifndef PYTHON313
+PYTHON313 := $(or \
+	$(shell python3.13 -c 'import sys; print(sys.executable)' 2>/dev/null), \
+	$(shell v=$$(pyenv whence python3.13 2>/dev/null | tail -n 1) && [ -n "$$v" ] \
+		&& echo "$$(pyenv root)/versions/$$v/bin/python3.13"))
+endif
+# The SBOM tool: cyclonedx-py on PATH, else the dev virtualenv's (`make build`
+# creates it).
+ifndef CYCLONEDX
+CYCLONEDX := $(or $(shell command -v cyclonedx-py),$(wildcard $(ROOT)/.venv/bin/cyclonedx-py))
+endif
 PLATFORM_arm64 := manylinux2014_aarch64
 PLATFORM_x86_64 := manylinux2014_x86_64
 PLATFORM := $(PLATFORM_$(ARCH))
 
 ifeq ($(PLATFORM),)
 $(error ARCH must be arm64 or x86_64, not "$(ARCH)")
+endif
+ifeq ($(PYTHON313),)
+$(error no python3.13 found on PATH or through pyenv: install one (pyenv install 3.13), \
+	or build in a container (sam build --use-container))
+endif
+ifeq ($(CYCLONEDX),)
+$(error cyclonedx-py (the SBOM tool) not found: run `make build`, which installs it with \
+	the dev virtualenv and runs sam build, or put one on PATH (pip install cyclonedx-bom))
 endif
 
 # --only-binary and --platform: the wheels Lambda runs, never the build

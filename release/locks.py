@@ -3,16 +3,19 @@
 pyproject.toml is the one place where direct dependencies and their allowed
 ranges are declared: `[project].dependencies` is what the Lambda function needs
 at run time, the `layer` extra what the policies layer needs, the `breaker`
-extra what the fallback breaker function needs, the `dev` extra
-the tools and tests. This script pins each set with uv (`uv pip compile
---generate-hashes`):
+extra what the fallback breaker function needs, the `serve` extra what a
+local run adds (its stand-ins), the `dev` extra the tools and tests. This
+script pins each set with uv (`uv pip compile --generate-hashes`):
 
 - locks/function-<arch>.txt, locks/layer-<arch>.txt and locks/breaker-<arch>.txt
   for the Lambda runtime
   (python3.13, manylinux2014, arm64 and x86_64): `sam build` installs them with
   `pip --require-hashes` (release/lambda.mk);
 - locks/dev.txt for the development and CI machine (Python 3.11, linux x86_64):
-  `make` installs the virtualenv from it, hash-checked.
+  `make` installs the virtualenv from it, hash-checked;
+- locks/serve.txt for `make run` on the same machine: what serving locally
+  needs (the function, the policies, the stand-ins) and nothing else, in a
+  virtualenv of its own, so a first run installs in seconds, not minutes.
 
 The function is resolved under the dev set's pins and the layer under both, so
 a package shared by the sets (uvicorn, anyio, pydantic, ...) has one version
@@ -64,7 +67,7 @@ class Lock:
     """One lock file: which dependency set, for which interpreter and platform."""
 
     name: str
-    group: str  # "function", "layer", "breaker" or "dev"
+    group: str  # "function", "layer", "breaker", "serve" or "dev"
     python: str
     platform: str
     constraints: tuple[str, ...] = ()  # names of locks whose pins this one keeps
@@ -83,6 +86,8 @@ def all_locks() -> list[Lock]:
     click, which caps uvicorn. docs/deploy.md says how to see it.)
     """
     locks = [Lock("dev", "dev", DEV_PYTHON, DEV_PLATFORM)]
+    # The local run serves with the versions the tests test.
+    locks.append(Lock("serve", "serve", DEV_PYTHON, DEV_PLATFORM, ("dev",)))
     locks += [
         Lock(f"function-{arch}", "function", LAMBDA_PYTHON, platform, ("dev",))
         for arch, platform in LAMBDA_PLATFORMS.items()
@@ -121,8 +126,8 @@ def requirements(group: str, pyproject: Path = PYPROJECT) -> list[str]:
     """The direct requirements of one set, with the project's own extras expanded.
 
     The function set is `[project].dependencies`; the layer and breaker sets are
-    their extras alone; the dev set is the dependencies plus the `dev` extra, which
-    names `policy-gateway[layer]` because the tests import the policies too.
+    their extras alone; the dev and serve sets are the dependencies plus their
+    extra, which names `policy-gateway[layer]` because both import the policies too.
     """
     declared = Declared.read(pyproject)
     if group == "function":

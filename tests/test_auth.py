@@ -16,11 +16,12 @@ from policy_gateway.auth.authenticator import GatewayKeyAuth
 from policy_gateway.auth.gateway_keys import SecretFormatError, parse_gateway_keys
 from policy_gateway.auth.upstream_key import UpstreamKey
 from policy_gateway.errors import GatewayError
+from policy_gateway.parameters import RETRY_FIRST_SECONDS
 
 from .conftest import KEYS_SECRET, UPSTREAM_KEY, UPSTREAM_SECRET, PutSecret
 from .support.clock import ManualClock, eventually
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
-from .support.gateway import GatewayStdout
+from .support.gateway import GatewayFactory, GatewayStdout
 from .support.sdk import client
 
 
@@ -124,6 +125,26 @@ def test_a_secret_never_read_refuses_calls_without_calling_upstream(
         ask(client(url, api_key="gk-one-0123456789abcdef"))
     assert caught.value.body["error"]["type"] == "api_error"  # type: ignore[index]
     assert upstream.requests == []
+
+
+def test_a_secret_created_after_start_is_seen_after_the_short_back_off_not_the_ttl(
+    make_gateway: GatewayFactory, put_secret: PutSecret, clock: ManualClock
+) -> None:
+    """`init --secrets` after `make run`: calls work within seconds, not SECRETS_TTL_SECONDS."""
+    put_secret(UPSTREAM_SECRET, UPSTREAM_KEY)
+    url = make_gateway(
+        auth_mode=settings.AUTH_GATEWAY_KEY,
+        gateway_keys_secret=KEYS_SECRET,
+        upstream_api_key_secret=UPSTREAM_SECRET,
+        secrets_ttl=settings.DEFAULT_SECRETS_TTL,
+        clock=clock,
+    )
+    with pytest.raises(anthropic.InternalServerError):
+        ask(client(url, api_key="gk-one-0123456789abcdef"))
+    put_secret(KEYS_SECRET, json.dumps({"keys": ["gk-one-0123456789abcdef"]}))
+    clock.advance(RETRY_FIRST_SECONDS)
+    assert RETRY_FIRST_SECONDS < settings.DEFAULT_SECRETS_TTL
+    assert ask(client(url, api_key="gk-one-0123456789abcdef")) == "echo: hello"
 
 
 def test_empty_keys_never_admit_a_keyless_request(

@@ -1,18 +1,24 @@
-"""`policy-gateway` as operators use it: flag and policy commands against moto SSM,
-and `serve` with the first-run stand-ins."""
+"""`policy-gateway` as operators use it: flag, policy and budget commands against moto,
+and `serve` with the first-run stand-ins. tests/test_cli_stack.py: the same with --stack."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import anthropic
+import anyio
+import boto3
 import pytest
 from policy_gateway import settings
 from policy_gateway.auth.authenticator import key_caller
-from policy_gateway.cli.main import LOCAL_FALLBACK_BUDGET_TABLE
+from policy_gateway.cli.standins import LOCAL_FALLBACK_BUDGET_TABLE
+from policy_gateway.fallback.budget_table import DynamoDBStore, window_start
 
 from .support.cli import cli, status_of
 from .support.clock import eventually
@@ -22,10 +28,12 @@ from .support.servers import ROOT, free_port, gateway_process
 
 
 def test_flag_on_off_status(ssm: Any) -> None:
+    assert cli("init").returncode == 0
     on = status_of(cli("flag", "on"))
     assert on["value"] == "true"
     assert on["fallback_enabled"] is True
     assert on["parameter"] == settings.DEFAULT_FLAG_PARAMETER
+    assert on["version"] == 2
     assert 0 < on["seen_by_running_gateways_within_seconds"] <= settings.DEFAULT_FLAG_TTL
     off = status_of(cli("flag", "off"))
     assert off["value"] == "false"
@@ -37,17 +45,150 @@ def test_flag_on_off_status(ssm: Any) -> None:
     assert stored == "false"
 
 
-def test_flag_status_without_the_parameter_fails_cleanly() -> None:
-    result = cli("flag", "status")
-    assert result.returncode == 1
-    assert "ParameterNotFound" in result.stderr
+def _one_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode != 0
+    assert result.stdout == ""
     assert "Traceback" not in result.stderr
+    (line,) = result.stderr.splitlines()
+    return line
+
+
+def test_flag_status_without_the_parameter_fails_cleanly() -> None:
+    line = _one_line(cli("flag", "status"))
+    assert f"SSM parameter {settings.DEFAULT_FLAG_PARAMETER} (the fallback flag" in line
+    assert "does not exist; run `policy-gateway init`" in line
+
+
+def test_a_mistyped_flag_parameter_is_refused_and_nothing_is_created(ssm: Any) -> None:
+    """The issue's case: a typo once created a new parameter while the real flag stayed on."""
+    assert cli("init").returncode == 0
+    status_of(cli("flag", "on"))
+    typo = "/policy-gatway/passthrough-fallback-enabled"
+    line = _one_line(cli("flag", "off", env={settings.ENV_FLAG_PARAMETER: typo}))
+    assert f"SSM parameter {typo} (the fallback flag, named by this shell's environment" in line
+    assert "run `policy-gateway init`" in line
+    names = [p["Name"] for p in ssm.describe_parameters()["Parameters"]]
+    assert typo not in names
+    real = ssm.get_parameter(Name=settings.DEFAULT_FLAG_PARAMETER)["Parameter"]
+    assert (real["Value"], real["Version"]) == ("true", 2)
+
+
+def test_policy_set_and_show_before_init_refuse_with_the_next_step(
+    tmp_path: Path, ssm: Any
+) -> None:
+    chain = tmp_path / "chain.json"
+    chain.write_text(REPLACE)
+    for args in (("policy", "show"), ("policy", "set", str(chain)), ("policy", "diff", str(chain))):
+        line = _one_line(cli(*args))
+        assert f"SSM parameter {settings.DEFAULT_POLICY_CONFIG_PARAMETER} (the policy chain" in line
+        assert line.endswith(
+            "run `policy-gateway init` (or pass --stack NAME to use a deployed stack's names)"
+        )
+    assert ssm.describe_parameters()["Parameters"] == []
+
+
+def test_policy_set_of_an_empty_chain_says_what_it_means(tmp_path: Path, ssm: Any) -> None:
+    assert cli("init").returncode == 0
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"policies": []}')
+    result = cli("policy", "set", str(empty))
+    written = status_of(result)
+    assert written["version"] == 2
+    assert (
+        f"wrote {settings.DEFAULT_POLICY_CONFIG_PARAMETER} version 2: an empty chain: "
+        "no policy runs, requests go upstream unchanged"
+    ) in result.stderr
+    assert "-" not in result.stderr.split(": ", 1)[1].split("version 2")[0]
+
+
+def test_policy_validate_needs_no_aws(tmp_path: Path, ssm: Any) -> None:
+    good = tmp_path / "chain.json"
+    good.write_text(REPLACE)
+    broken_aws = {"AWS_ENDPOINT_URL_SSM": "http://127.0.0.1:9"}
+    result = cli("policy", "validate", str(good), env=broken_aws)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"{good}: 1 policies: string_replace"
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"policies": [{"policy": "no_such_policy"}]}')
+    refused = cli("policy", "validate", str(bad), env=broken_aws)
+    assert refused.returncode == 2
+    assert f"{bad} is not a valid policy chain" in _one_line(refused)
+    assert "no_such_policy" in refused.stderr
+    missing = _one_line(cli("policy", "validate", str(tmp_path / "absent.json")))
+    assert f"cannot read {tmp_path / 'absent.json'}" in missing
+
+
+def test_policy_diff_compares_with_the_live_chain(tmp_path: Path, ssm: Any) -> None:
+    assert cli("init").returncode == 0
+    live = tmp_path / "live.json"
+    live.write_text(REPLACE)
+    status_of(cli("policy", "set", str(live)))
+    reordered = tmp_path / "same.json"
+    reordered.write_text(json.dumps(json.loads(REPLACE), indent=4, sort_keys=True))
+    same = cli("policy", "diff", str(reordered))
+    assert same.returncode == 0, same.stderr
+    label = f"{settings.DEFAULT_POLICY_CONFIG_PARAMETER} (version 2)"
+    assert same.stdout.strip() == f"no change: {reordered} matches {label}"
+    changed = tmp_path / "changed.json"
+    changed.write_text('{"policies": []}')
+    diff = cli("policy", "diff", str(changed))
+    assert diff.returncode == 0, diff.stderr
+    lines = diff.stdout.splitlines()
+    assert lines[:2] == [f"--- {label}", f"+++ {changed}"]
+    assert '+  "policies": []' in lines
+    assert any(line.startswith('-      "policy": "string_replace"') for line in lines)
+    stored = ssm.get_parameter(Name=settings.DEFAULT_POLICY_CONFIG_PARAMETER)["Parameter"]
+    assert (stored["Value"], stored["Version"]) == (REPLACE, 2)
+
+
+def test_budget_top_lists_the_callers_with_most_fallbacks(budget_table: str) -> None:
+    window = 86400
+    now = time.time()
+    start = window_start(now, window)
+    store = DynamoDBStore(budget_table)
+    spent = {"key:aaaa": 3, "team-b": 1, "arn:aws:iam::123456789012:role/c": 5}
+    for caller, times in spent.items():
+        for _ in range(times):
+            assert anyio.run(store.spend, caller, start, 10, start + 2 * window)
+    # The previous window's counts are not this window's.
+    for _ in range(9):
+        anyio.run(store.spend, "old-caller", start - window, 10, start + window)
+    env = {
+        settings.ENV_FALLBACK_BUDGET_TABLE: budget_table,
+        settings.ENV_FALLBACK_BUDGET_WINDOW: str(window),
+    }
+    top = status_of(cli("budget", "top", "--limit", "2", env=env))
+    assert top["table"] == budget_table
+    assert [(c["caller"], c["used"], c["remaining"]) for c in top["callers"]] == [
+        ("arn:aws:iam::123456789012:role/c", 5, 5),
+        ("key:aaaa", 3, 7),
+    ]
+    everyone = status_of(cli("budget", "top", env=env))
+    assert [c["caller"] for c in everyone["callers"]] == [
+        "arn:aws:iam::123456789012:role/c",
+        "key:aaaa",
+        "team-b",
+    ]
+
+
+def test_budget_refuses_a_table_that_does_not_exist(budget_table: str) -> None:
+    typo = budget_table + "-typo"
+    for what in ("key:0123456789abcdef", "top"):
+        line = _one_line(cli("budget", what, env={settings.ENV_FALLBACK_BUDGET_TABLE: typo}))
+        assert f"DynamoDB table {typo} (FALLBACK_BUDGET_TABLE, named by this shell's" in line
+    assert boto3.client("dynamodb").list_tables()["TableNames"] == [budget_table]
+
+
+def test_version_is_the_installed_package_version() -> None:
+    result = cli("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"policy-gateway {version('policy-gateway')}"
 
 
 def test_running_gateway_sees_the_cli_toggle_within_the_ttl(
     tmp_path: Path, upstream: FakeUpstream, upstream_url: str
 ) -> None:
-    cli("flag", "off")
+    assert cli("init").returncode == 0
     env = {
         settings.ENV_UPSTREAM_BASE_URL: upstream_url,
         settings.ENV_UPSTREAM_MAX_RETRIES: "0",
@@ -77,6 +218,7 @@ def test_running_gateway_sees_the_cli_toggle_within_the_ttl(
 
 
 def test_policy_set_validates_then_writes_and_show_reads(tmp_path: Path, ssm: Any) -> None:
+    assert cli("init").returncode == 0
     good = tmp_path / "chain.json"
     good.write_text(REPLACE)
     written = status_of(cli("policy", "set", str(good)))
@@ -89,7 +231,8 @@ def test_policy_set_validates_then_writes_and_show_reads(tmp_path: Path, ssm: An
     assert "no_such_policy" in refused.stderr
     shown = status_of(cli("policy", "show"))
     assert json.loads(shown["value"]) == json.loads(REPLACE)
-    assert shown["version"] == 1
+    assert shown["version"] == 2
+    assert shown["gateway_ttl_seconds"] == settings.DEFAULT_POLICY_CONFIG_TTL
 
 
 def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) -> None:
@@ -174,7 +317,7 @@ def test_configured_endpoints_are_never_replaced_by_stand_ins(
     printed = log.read_text()
     assert "not starting the upstream simulator" in printed
     assert "not starting the embedded SSM" in printed
-    assert f"-> {upstream_url}" in printed
+    assert f"-> the Anthropic API at {upstream_url}" in printed
     assert "fallback budget: 10 per caller per 3600 s, kept in this process" in printed
 
 

@@ -11,7 +11,6 @@ check makes a real HTTP request.
 from __future__ import annotations
 
 import io
-import json
 import re
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from .support.cfn import ROOT, Stack, load_template
 from .support.cli import cli
 from .support.sdk import REPLACE
 from .support.servers import free_port, gateway_process
+from .support.stack import create_gateway_stack
 
 STACK = "gw-doctor"
 CHECKS = [
@@ -74,40 +74,12 @@ def _deploy(url: str) -> Deployed:
         LayerName=resources["PoliciesLayer"]["Properties"]["LayerName"],
         Content={"ZipFile": _zip()},
     )["LayerVersionArn"]
-    body = {
-        "Parameters": {"FunctionUrlAuthType": {"Type": "String", "Default": "NONE"}},
-        "Resources": {
-            "GatewayFunctionRole": {
-                "Type": "AWS::IAM::Role",
-                "Properties": {
-                    "AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": []}
-                },
-            },
-            "GatewayFunction": {
-                "Type": "AWS::Lambda::Function",
-                "Properties": {
-                    "Code": {"ZipFile": "#"},
-                    "Handler": function["Handler"],
-                    "Runtime": function["Runtime"],
-                    "Architectures": function["Architectures"],
-                    "Role": {"Fn::GetAtt": ["GatewayFunctionRole", "Arn"]},
-                    "Environment": function["Environment"],
-                },
-            },
-        },
-        "Outputs": {"FunctionUrl": {"Value": url + "/"}},
-    }
-    cloudformation = boto3.client("cloudformation")
-    cloudformation.create_stack(
-        StackName=STACK, TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"]
+    name = create_gateway_stack(
+        STACK,
+        function["Environment"]["Variables"],
+        outputs={"FunctionUrl": url + "/"},
+        parameters={"FunctionUrlAuthType": "NONE"},
     )
-    (name,) = [
-        summary["PhysicalResourceId"]
-        for summary in cloudformation.list_stack_resources(StackName=STACK)[
-            "StackResourceSummaries"
-        ]
-        if summary["LogicalResourceId"] == "GatewayFunction"
-    ]
     lambda_.update_function_configuration(FunctionName=name, Layers=[adapter, policies])
     lambda_.create_function_url_config(
         FunctionName=name, AuthType="NONE", InvokeMode="RESPONSE_STREAM"

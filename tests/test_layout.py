@@ -77,14 +77,14 @@ def test_no_function_of_the_gateway_is_longer_than_a_screen() -> None:
 
 
 def test_the_environment_is_read_in_settings_only() -> None:
-    # cli/main.py also touches it, to set up the first-run stand-ins before Settings reads it.
+    # cli/standins.py also touches it, to point Settings at the first-run stand-ins it starts.
     readers = {
         path.relative_to(PACKAGE).as_posix()
         for path in PACKAGE.rglob("*.py")
         if re.search(r"\bos\.(environ|getenv)\b", path.read_text())
     }
     assert "settings.py" in readers
-    assert readers <= {"settings.py", "cli/main.py"}
+    assert readers <= {"settings.py", "cli/standins.py"}
 
 
 def test_unit_tests_import_nothing_that_serves() -> None:

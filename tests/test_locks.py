@@ -85,6 +85,16 @@ def test_function_and_layer_sets_come_from_pyproject() -> None:
     assert not any(r.startswith(locks.PROJECT) for r in dev)
 
 
+def test_the_local_run_installs_what_serving_needs_and_nothing_else() -> None:
+    """`make run` installs locks/serve.txt: the function, the policies, the stand-ins."""
+    serve = _pins(locks.LOCKS / "serve.txt")
+    for needed in ("starlette", "uvicorn", "pydantic", "anthropic", "moto", "flask"):
+        assert needed in serve, needed
+    for tool in ("mypy", "ruff", "pytest", "aws-sam-cli", "cfn-lint", "matplotlib", "numpy"):
+        assert tool not in serve, f"{tool} is a dev tool, not something serving needs"
+    assert len(serve) < len(_pins(locks.LOCKS / "dev.txt")) / 2
+
+
 @pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "locks", tmp_path / "locks")
@@ -113,11 +123,17 @@ def test_check_passes_on_the_committed_locks(repo_copy: Path) -> None:
     ("old", "new", "stale"),
     [
         # A function range: the function locks, and the layer and dev locks made under them.
-        ('"starlette>=0.47"', '"starlette>=0.48"', {"dev", "function-arm64", "layer-x86_64"}),
+        (
+            '"starlette>=0.47"',
+            '"starlette>=0.48"',
+            {"dev", "serve", "function-arm64", "layer-x86_64"},
+        ),
         # A layer range: the layer locks (dev includes the layer set).
         ('"pydantic>=2.11"', '"pydantic>=2.12"', {"layer-arm64", "layer-x86_64", "dev"}),
-        # A dev-only tool.
-        ('"pytest>=8.4"', '"pytest>=8.5"', {"dev"}),
+        # A dev-only tool: dev, and the serve lock made under dev's pins.
+        ('"pytest>=8.4"', '"pytest>=8.5"', {"dev", "serve"}),
+        # A local-run-only range.
+        ('"flask>=3.0"', '"flask>=3.1"', {"serve"}),
     ],
 )
 def test_a_changed_range_without_make_lock_fails_the_check(

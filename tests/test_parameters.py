@@ -20,10 +20,13 @@ from policy_gateway.parameters import (
     READ_DEADLINE_SECONDS,
     READ_TIMEOUT_SECONDS,
     REFRESH_WAIT_SECONDS,
+    RETRY_FIRST_SECONDS,
+    RETRY_MAX_SECONDS,
     TOTAL_ATTEMPTS,
     TTLCache,
     aws_config,
     expire_all,
+    retry_after,
 )
 
 pytestmark = pytest.mark.unit
@@ -214,6 +217,49 @@ def test_a_failed_refresh_keeps_what_on_error_decides_until_the_next_ttl(source:
         assert await cache.get() == 3
 
     anyio.run(run)
+
+
+def test_a_failed_read_is_retried_after_a_doubling_back_off_capped_below_the_ttl(
+    source: Source,
+) -> None:
+    """A value that appears after start (a secret created) is seen within seconds, not a TTL."""
+    clock, errors = Clock(), Errors()
+    source.error = RuntimeError("ResourceNotFoundException")
+    cache: TTLCache[object] = TTLCache(source, TTL, errors, clock)
+    expected_waits = [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    assert (RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS) == (1.0, 10.0)
+
+    async def run() -> None:
+        assert await cache.get() is None
+        for reads, wait in enumerate(expected_waits, start=2):
+            clock.now += wait - 0.01
+            assert await cache.get() is None
+            assert source.reads == reads - 1  # still held: the back-off has not run out
+            clock.now += 0.01
+            assert await cache.get() is None
+            assert source.reads == reads
+        source.error = None
+        clock.now += RETRY_MAX_SECONDS
+        assert await cache.get() == 1  # created after start: seen at the next retry
+        reads = source.reads
+        clock.now += TTL - 0.01
+        assert await cache.get() == 1
+        assert source.reads == reads  # a good value is kept the whole TTL again
+        clock.now += TTL
+        source.error = RuntimeError("throttled")
+        assert await cache.get() == 1  # the last good value, retried a second later
+        clock.now += RETRY_FIRST_SECONDS
+        source.error = None
+        source.value = 2
+        assert await cache.get() == 2
+
+    anyio.run(run)
+
+
+def test_the_back_off_never_exceeds_the_ttl_nor_overflows() -> None:
+    assert retry_after(1, ttl=0.5) == 0.5
+    assert retry_after(3, ttl=TTL) == 4.0
+    assert retry_after(100_000, ttl=TTL) == RETRY_MAX_SECONDS
 
 
 def test_on_error_may_refuse_the_last_good_value(source: Source) -> None:

@@ -13,8 +13,12 @@ fresh values on the first call after the TTL, and a stalled one never holds a
 call for seconds once a value is held. Only the first read, with nothing to
 serve yet, is waited for in full: READ_DEADLINE_SECONDS bounds it.
 
-A failed read is cached for the TTL too (as what `on_error` made of it), so
-an outage costs one read per TTL, not one per request.
+A failed read is held (as what `on_error` made of it) for a short back-off
+instead of the TTL: RETRY_FIRST_SECONDS after the first failure, doubling
+with each failure in a row up to RETRY_MAX_SECONDS (never past the TTL). So a
+value that appears after start (a secret created, a parameter fixed) is seen
+within seconds, and an outage still costs one read per back-off, not one per
+request.
 """
 
 from __future__ import annotations
@@ -56,6 +60,11 @@ READ_DEADLINE_SECONDS = 5.0
 # before that value serves: long enough for a healthy SSM (tens of ms), short
 # enough that a stalled one is not felt.
 REFRESH_WAIT_SECONDS = 0.25
+# How long a failed read is held before the next one: short, because the value
+# may be about to appear (an operator just created it), and capped, because an
+# outage must not turn into a read per request.
+RETRY_FIRST_SECONDS = 1.0
+RETRY_MAX_SECONDS = 10.0
 
 # Bumped by `expire_all` (a SnapStart restore): a value read under an older
 # generation is stale whatever its TTL says, and is not served while its re-read runs.
@@ -158,7 +167,8 @@ class TTLCache(Generic[T]):
     """One value, loaded off the loop by `load` and kept for `ttl` seconds (by `clock`).
 
     When `load` fails or outlasts `deadline`, `on_error(exc, last)` decides
-    what the cache holds until the next refresh (and is the place to log);
+    what the cache holds until the next refresh, one back-off later (see
+    `retry_after`), and is the place to log;
     `last` is the last value that loaded successfully, if any. A slow read is
     no error: the value held keeps serving until the read ends one way or the
     other.
@@ -184,6 +194,7 @@ class TTLCache(Generic[T]):
         self._last_good: T | None = None
         self._expires = float("-inf")
         self._generation = _generation
+        self._failures = 0
         self._refreshing: asyncio.Task[None] | None = None
 
     async def get(self) -> T:
@@ -205,10 +216,21 @@ class TTLCache(Generic[T]):
                 value = await anyio.to_thread.run_sync(self._load, abandon_on_cancel=True)
         except Exception as exc:
             value = self._on_error(exc, self._last_good)
+            self._failures += 1
+            hold = retry_after(self._failures, self._ttl)
         else:
             self._last_good = value
+            self._failures = 0
+            hold = self._ttl
         finally:
             self._refreshing = None
         self._value = value
         self._held = True
-        self._expires = self._clock() + self._ttl
+        self._expires = self._clock() + hold
+
+
+def retry_after(failures: int, ttl: float) -> float:
+    """How long the `failures`-th failed read in a row is held: doubling, capped, within the TTL."""
+    # The exponent stops growing once the cap is passed, so a long outage never overflows it.
+    doubled = RETRY_FIRST_SECONDS * 2.0 ** min(failures - 1, 32)
+    return min(doubled, RETRY_MAX_SECONDS, ttl)

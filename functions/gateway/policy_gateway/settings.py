@@ -281,6 +281,16 @@ def aws_region(env: Mapping[str, str] | None = None) -> str | None:
     return env.get(ENV_AWS_REGION) or None
 
 
+# Read only by `policy-gateway init --secrets`, to fill the upstream key secret
+# of a run without a stack; the gateway itself reads its key from the secret.
+ENV_ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY"
+
+
+def anthropic_api_key(env: Mapping[str, str] | None = None) -> str | None:
+    env = os.environ if env is None else env
+    return env.get(ENV_ANTHROPIC_API_KEY) or None
+
+
 def metrics_namespace(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     return env.get(ENV_METRICS_NAMESPACE) or METRICS_NAMESPACE
@@ -293,3 +303,8 @@ def _switch(name: str, value: str | None) -> bool:
     if text not in ("true", "false"):
         raise ValueError(f"{name} must be true or false, got {value!r}")
     return text == "true"
+
+
+def environment() -> dict[str, str]:
+    """A copy of this process's environment: the operator commands say where a value came from."""
+    return dict(os.environ)

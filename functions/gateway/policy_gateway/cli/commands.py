@@ -21,6 +21,8 @@ FLAG_VALUES = {"on": "true", "off": "false"}
 # parameter is created with this pattern, so SSM refuses any other value.
 FLAG_ALLOWED_PATTERN = "^(true|false)$"
 EMPTY_POLICY_CHAIN = '{"policies": []}'
+# `budget top` lists the callers with the most fallbacks instead of reading one.
+TOP = "top"
 
 
 def say(message: str) -> None:
@@ -45,12 +47,11 @@ def flag_parameter(name: str, value: str) -> dict[str, str]:
     }
 
 
-def _parameter_status(name: str, ttl: float) -> dict[str, Any]:
-    parameter = ssm_client().get_parameter(Name=name)["Parameter"]
+def _parameter_status(parameter: dict[str, Any], ttl: float) -> dict[str, Any]:
     modified: datetime = parameter["LastModifiedDate"]
     age = (datetime.now(UTC) - modified).total_seconds()
     return {
-        "parameter": name,
+        "parameter": parameter["Name"],
         "value": parameter["Value"],
         "version": parameter["Version"],
         "last_modified": modified.isoformat(),
@@ -59,37 +60,50 @@ def _parameter_status(name: str, ttl: float) -> dict[str, Any]:
 
 
 def flag(args: argparse.Namespace) -> int:
-    config = settings.Settings.from_env()
-    if args.action in ("on", "off"):
-        ssm_client().put_parameter(
-            **flag_parameter(config.flag_parameter, FLAG_VALUES[args.action]), Overwrite=True
-        )
-    status = _parameter_status(config.flag_parameter, config.flag_ttl)
     from ..fallback.flag import parse_flag
+    from .operator_targets import resolve
 
+    targets = resolve(args.stack, args.region)
+    ssm = targets.client("ssm")
+    name = targets.config.flag_parameter
+    parameter = targets.existing_parameter(name, "the fallback flag")
+    if args.action in ("on", "off"):
+        ssm.put_parameter(**flag_parameter(name, FLAG_VALUES[args.action]), Overwrite=True)
+        parameter = targets.existing_parameter(name, "the fallback flag")
+    status = _parameter_status(parameter, targets.config.flag_ttl)
     status["fallback_enabled"] = parse_flag(status["value"]) is True
+    status["gateway_ttl_seconds"] = targets.config.flag_ttl
+    status["gateway_ttl_from"] = targets.setting_source(settings.ENV_FLAG_TTL)
     print(json.dumps(status, indent=2))
     return 0
 
 
 def policy(args: argparse.Namespace) -> int:
-    from gateway_policies import PolicyConfigError, load_chain
+    from .operator_targets import resolve
+    from .policy_file import chain_diff, read_chain_file
 
-    config = settings.Settings.from_env()
-    name = config.policy_config_parameter or settings.DEFAULT_POLICY_CONFIG_PARAMETER
-    if args.action == "set":
-        if not args.file:
-            raise SystemExit("policy set needs a FILE")
-        with open(args.file, encoding="utf-8") as handle:
-            text = handle.read()
-        try:
-            chain = load_chain(text)
-        except PolicyConfigError as exc:
-            say(f"refusing to write an invalid policy chain: {exc}")
-            return 2
-        ssm_client().put_parameter(Name=name, Value=text, Type="String", Overwrite=True)
-        say(f"wrote {len(chain.policies)} policies to {name}: {', '.join(chain.names) or '-'}")
-    status = _parameter_status(name, config.policy_config_ttl)
+    if args.action != "show" and not args.file:
+        raise SystemExit(f"policy {args.action} needs a FILE")
+    if args.action == "validate":
+        print(f"{args.file}: {read_chain_file(args.file).summary}")
+        return 0
+    proposed = read_chain_file(args.file) if args.file else None
+    targets = resolve(args.stack, args.region)
+    ssm = targets.client("ssm")
+    name = targets.policy_config_parameter
+    live = targets.existing_parameter(name, "the policy chain")
+    if args.action == "diff" and proposed:
+        label = f"{name} (version {live['Version']})"
+        lines = chain_diff(live["Value"], label, proposed)
+        print("\n".join(lines) if lines else f"no change: {proposed.path} matches {label}")
+        return 0
+    if args.action == "set" and proposed:
+        ssm.put_parameter(Name=name, Value=proposed.text, Type="String", Overwrite=True)
+        live = targets.existing_parameter(name, "the policy chain")
+        say(f"wrote {name} version {live['Version']}: {proposed.summary}")
+    status = _parameter_status(live, targets.config.policy_config_ttl)
+    status["gateway_ttl_seconds"] = targets.config.policy_config_ttl
+    status["gateway_ttl_from"] = targets.setting_source(settings.ENV_POLICY_CONFIG_TTL)
     print(json.dumps(status, indent=2))
     return 0
 
@@ -101,16 +115,20 @@ def init(args: argparse.Namespace) -> int:
     values back), so this is how a new stack gets them: the fallback off and
     an empty chain, which the operator then changes with `flag` and `policy`.
     """
-    if args.stack:
-        from .deployment import Deployment
+    from .operator_errors import OperatorError
+    from .operator_targets import resolve
 
-        deployment = Deployment(args.stack, args.region)
-        flag_name, chain_name = deployment.flag_parameter, deployment.policy_config_parameter
-    else:
-        config = settings.Settings.from_env()
-        flag_name = config.flag_parameter
-        chain_name = config.policy_config_parameter or settings.DEFAULT_POLICY_CONFIG_PARAMETER
-    ssm = ssm_client(args.region)
+    if args.secrets and args.stack:
+        # Refused before anything is created: a stack's secrets are its own.
+        raise OperatorError(
+            "--secrets is for a run without a stack: a stack creates its own secrets; "
+            "nothing created",
+            "fill them as its outputs GatewayKeysSecretArn and UpstreamApiKeySecretArn say",
+            exit_code=2,
+        )
+    targets = resolve(args.stack, args.region)
+    flag_name, chain_name = targets.config.flag_parameter, targets.policy_config_parameter
+    ssm = targets.client("ssm")
     initial = [
         flag_parameter(flag_name, FLAG_VALUES["off"]),
         {
@@ -130,6 +148,10 @@ def init(args: argparse.Namespace) -> int:
             print(f"kept     {parameter['Name']} (exists, version {version}; never overwritten)")
         else:
             print(f"created  {parameter['Name']} = {parameter['Value']}")
+    if args.secrets:
+        from .local_secrets import create_local_secrets
+
+        return create_local_secrets(args)
     return 0
 
 
@@ -140,22 +162,49 @@ def doctor(args: argparse.Namespace) -> int:
 
 
 def budget(args: argparse.Namespace) -> int:
-    config = settings.Settings.from_env()
+    from ..fallback.budget_table import read_usage, top_callers
+    from .operator_errors import OperatorError
+    from .operator_targets import resolve
+
+    targets = resolve(args.stack, args.region)
+    config = targets.config
     if not config.fallback_budget_table:
         say(
-            f"{settings.ENV_FALLBACK_BUDGET_TABLE} is not set: each gateway process keeps its own "
-            "fallback budget, which only it can read"
+            f"{settings.ENV_FALLBACK_BUDGET_TABLE} is not set in {targets.source}: each gateway "
+            "process keeps its own fallback budget, which only it can read"
         )
         return 2
-    from ..fallback.budget_table import dynamodb_client, read_usage
-
-    usage = read_usage(
-        dynamodb_client(),
-        config.fallback_budget_table,
-        args.caller,
-        config.fallback_budget,
-        config.fallback_budget_window,
-        time.time(),
-    )
-    print(json.dumps({**usage.as_dict(), "table": config.fallback_budget_table}, indent=2))
+    dynamodb = targets.client("dynamodb")
+    table = config.fallback_budget_table
+    try:
+        if args.caller == TOP:
+            usages = top_callers(
+                dynamodb,
+                table,
+                config.fallback_budget,
+                config.fallback_budget_window,
+                time.time(),
+                args.limit,
+            )
+            answer: dict[str, Any] = {
+                "table": table,
+                "callers": [usage.as_dict() for usage in usages],
+            }
+        else:
+            usage = read_usage(
+                dynamodb,
+                table,
+                args.caller,
+                config.fallback_budget,
+                config.fallback_budget_window,
+                time.time(),
+            )
+            answer = {**usage.as_dict(), "table": table}
+    except dynamodb.exceptions.ResourceNotFoundException:
+        raise OperatorError(
+            f"DynamoDB table {table} ({settings.ENV_FALLBACK_BUDGET_TABLE}, named by "
+            f"{targets.source}) does not exist",
+            "deploy the stack, or pass --stack NAME to read a deployed stack's table",
+        ) from None
+    print(json.dumps(answer, indent=2))
     return 0

@@ -3,7 +3,8 @@
 It answers like the real API, JSON and SSE, with the API's error shapes: an
 unknown model is a 404 `not_found_error` and a malformed request a 400
 `invalid_request_error`, which is enough to watch a policy-caused error turn
-into a passthrough fallback. It is only ever started when asked for
+into a passthrough fallback. Its replies, a tool call among them, are
+simulated_reply.py's. It is only ever started when asked for
 (`policy-gateway serve --simulate-upstream`), never in Lambda.
 """
 
@@ -21,6 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..errors import error_body
+from .simulated_reply import input_tokens, reply_events, reply_message, request_problem
 
 # Current model families answer; anything else (a typo, a retired model such as
 # claude-instant-1.2) is a 404 `not_found_error`, as the real API answers.
@@ -33,89 +35,20 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-def _has_empty_text_block(body: dict[str, Any]) -> bool:
-    holders = [body.get("system")] + [
-        message.get("content") for message in body["messages"] if isinstance(message, dict)
-    ]
-    return any(
-        isinstance(block, dict) and block.get("type") == "text" and not block.get("text")
-        for holder in holders
-        if isinstance(holder, list)
-        for block in holder
-    )
-
-
 def _validate(body: Any, count_tokens: bool) -> JSONResponse | None:
-    if not isinstance(body, dict):
-        return _error(400, "Request body must be a JSON object.")
-    model = body.get("model")
-    if not isinstance(model, str):
-        return _error(400, "model: Field required")
-    if not KNOWN_MODELS.match(model):
-        return _error(404, f"model: {model}")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return _error(400, "messages: at least one message is required")
-    if _has_empty_text_block(body):
-        return _error(400, "messages: text content blocks must be non-empty")
-    if not count_tokens and not (
-        isinstance(body.get("max_tokens"), int) and body["max_tokens"] > 0
-    ):
-        return _error(400, "max_tokens: Field required")
-    return None
+    if isinstance(body, dict):
+        model = body.get("model")
+        if not isinstance(model, str):
+            return _error(400, "model: Field required")
+        if not KNOWN_MODELS.match(model):
+            return _error(404, f"model: {model}")
+    problem = request_problem(body, count_tokens)
+    return None if problem is None else _error(400, problem)
 
 
-def _last_user_text(body: dict[str, Any]) -> str:
-    content = body["messages"][-1].get("content") if isinstance(body["messages"][-1], dict) else ""
-    if isinstance(content, list):
-        content = " ".join(
-            str(block.get("text", "")) for block in content if isinstance(block, dict)
-        )
-    return str(content)
-
-
-def _words(body: dict[str, Any]) -> list[str]:
-    text = f"(simulated) You said: {_last_user_text(body)[:200]}"
-    return re.findall(r"\S+\s*", text) or ["(simulated)"]
-
-
-def _usage(body: dict[str, Any], output_tokens: int) -> dict[str, int]:
-    return {"input_tokens": max(1, len(json.dumps(body)) // 4), "output_tokens": output_tokens}
-
-
-def _sse(event: str, payload: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(payload)}\n\n".encode()
-
-
-async def _stream(body: dict[str, Any], message: dict[str, Any]) -> AsyncIterator[bytes]:
-    words = _words(body)
-    start = {**message, "content": [], "stop_reason": None}
-    start["usage"] = {**message["usage"], "output_tokens": 1}
-    yield _sse("message_start", {"type": "message_start", "message": start})
-    yield _sse(
-        "content_block_start",
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-    )
-    yield _sse("ping", {"type": "ping"})
-    for word in words:
-        yield _sse(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": word},
-            },
-        )
-    yield _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
-    yield _sse(
-        "message_delta",
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-            "usage": {"output_tokens": len(words)},
-        },
-    )
-    yield _sse("message_stop", {"type": "message_stop"})
+async def _stream(message: dict[str, Any]) -> AsyncIterator[bytes]:
+    for event in reply_events(message):
+        yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
 
 
 async def messages(request: Request) -> Response:
@@ -126,22 +59,10 @@ async def messages(request: Request) -> Response:
     invalid = _validate(body, count_tokens=False)
     if invalid is not None:
         return invalid
-    words = _words(body)
-    message = {
-        "id": f"msg_sim_{uuid.uuid4().hex[:24]}",
-        "type": "message",
-        "role": "assistant",
-        "model": body["model"],
-        "content": [{"type": "text", "text": "".join(words)}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": _usage(body, len(words)),
-    }
+    message = reply_message(body, body["model"])
     headers = {"request-id": f"req_sim_{uuid.uuid4().hex[:20]}"}
     if body.get("stream") is True:
-        return StreamingResponse(
-            _stream(body, message), media_type="text/event-stream", headers=headers
-        )
+        return StreamingResponse(_stream(message), media_type="text/event-stream", headers=headers)
     return JSONResponse(message, headers=headers)
 
 
@@ -153,7 +74,7 @@ async def count_tokens(request: Request) -> Response:
     invalid = _validate(body, count_tokens=True)
     if invalid is not None:
         return invalid
-    return JSONResponse({"input_tokens": _usage(body, 0)["input_tokens"]})
+    return JSONResponse({"input_tokens": input_tokens(body)})
 
 
 def create_simulator() -> Starlette:

@@ -2,7 +2,8 @@
 
 template.yaml declares the same table (tests/test_template.py holds them to
 one another). The gateway only ever writes (one conditional UpdateItem per
-fallback); reading a caller's use is the operator's (`policy-gateway budget`).
+fallback); reading it, one caller or the top callers, is the operator's
+(`policy-gateway budget`).
 """
 
 from __future__ import annotations
@@ -145,6 +146,31 @@ def read_usage(client: Any, table: str, caller: str, limit: int, window: int, no
     ).get("Item", {})
     used = int(item.get(COUNT_ATTRIBUTE, {}).get("N", "0"))
     return Usage(caller, used, limit, start, window)
+
+
+def top_callers(
+    client: Any, table: str, limit: int, window: int, now: float, count: int
+) -> list[Usage]:
+    """The `count` callers with the most fallbacks in the current window, most first.
+
+    A scan: the table holds one item per caller per window and expires the old
+    ones, so it stays as small as the set of callers that fell back lately.
+    """
+    start = window_start(now, window)
+    pages = client.get_paginator("scan").paginate(
+        TableName=table,
+        FilterExpression="#start = :start",
+        ExpressionAttributeNames={"#start": WINDOW_ATTRIBUTE},
+        ExpressionAttributeValues={":start": {"N": str(start)}},
+        ConsistentRead=True,
+    )
+    usages = [
+        Usage(item[CALLER_ATTRIBUTE]["S"], int(item[COUNT_ATTRIBUTE]["N"]), limit, start, window)
+        for page in pages
+        for item in page.get("Items", [])
+    ]
+    usages.sort(key=lambda usage: (-usage.used, usage.caller))
+    return usages[:count]
 
 
 def create_table(client: Any, table: str) -> None:

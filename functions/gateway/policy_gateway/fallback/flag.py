@@ -1,7 +1,8 @@
 """The passthrough-fallback flag, an SSM parameter toggled live by operators.
 
 Fail-closed: `true`/`false` (any case) are the only values; anything else, a
-missing parameter or an SSM error means off, with one warning per TTL. The
+missing parameter or an SSM error means off, with one warning per failed read
+(retried after a short back-off, `parameters.RETRY_MAX_SECONDS` at most). The
 flag never fails a request.
 
 Unlike the chain and the secrets, the flag does not keep its last good value

@@ -1,0 +1,53 @@
+"""The ports `serve` listens on, claimed before anything starts or is announced.
+
+A port another process holds is a one-line error and a non-zero exit, before
+a stand-in starts or a URL is printed: the gateway's own socket is bound here
+and handed to uvicorn (so nothing can take it in between), and a stand-in's
+port is tried the same way just before the stand-in binds it.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+
+class PortInUse(SystemExit):
+    """A port is held by another process; the message says which and how to choose another."""
+
+    def __init__(self, what: str, host: str, port: int, option: str) -> None:
+        super().__init__(
+            f"policy-gateway serve: {what} port {host}:{port} is in use by another process; "
+            f"free it or choose another ({option})"
+        )
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    # As uvicorn binds: a port whose last connections are in TIME_WAIT is free,
+    # one with a listener is not (Linux refuses a second listener's bind).
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def claim(what: str, host: str, port: int, option: str) -> socket.socket:
+    """A socket bound to host:port for uvicorn to listen on, or PortInUse (a SystemExit)."""
+    try:
+        return _bound(host, port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(what, host, port, option) from None
+        raise SystemExit(
+            f"policy-gateway serve: cannot listen on {host}:{port} for the {what}: {exc.strerror}"
+        ) from None
+
+
+def ensure_free(what: str, host: str, port: int, option: str) -> None:
+    """PortInUse unless host:port can be bound now (by a server that binds it itself)."""
+    claim(what, host, port, option).close()

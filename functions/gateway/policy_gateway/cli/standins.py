@@ -1,0 +1,184 @@
+"""The first-run stand-ins `serve` starts when asked: an upstream simulator and an embedded AWS.
+
+- `--simulate-upstream`: the Messages API simulator (simulator.py), or with
+  UPSTREAM_PROVIDER=bedrock the Bedrock one (bedrock_simulator.py), in this
+  process on a free loopback port; UPSTREAM_BASE_URL (or, for Bedrock,
+  AWS_ENDPOINT_URL_BEDROCK_RUNTIME) points the gateway at it.
+- `--embedded-ssm`: a moto server on one port serving SSM (the flag and the
+  policy chain, read as a deployed gateway reads them), Secrets Manager (the
+  `gateway_key` mode's two secrets, which `policy-gateway init --secrets`
+  creates) and DynamoDB (the fallback budget's table).
+
+Neither ever replaces an endpoint that is configured. Every port is tried
+before anything starts or is announced (listen.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import warnings
+from typing import Any
+
+from .. import settings
+from .commands import EMPTY_POLICY_CHAIN, FLAG_VALUES, flag_parameter, say, ssm_client
+from .listen import claim, ensure_free
+
+LOOPBACK = "127.0.0.1"
+LOCAL_REGION = "us-east-1"
+# Any value will do: moto and the Bedrock simulator check no secret key, and a
+# request signed with these can reach nothing but a local stand-in.
+LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+ENV_SSM_ENDPOINT = "AWS_ENDPOINT_URL_SSM"
+ENV_SECRETS_ENDPOINT = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
+ENV_DYNAMODB_ENDPOINT = "AWS_ENDPOINT_URL_DYNAMODB"
+# The table the embedded DynamoDB serves the fallback budget from.
+LOCAL_FALLBACK_BUDGET_TABLE = "policy-gateway-fallback-budget"
+SSM_PORT_OPTION = "--embedded-ssm-port, or make run SSM_PORT=..."
+STARTED_WITHIN_SECONDS = 10.0
+
+
+def _local_aws_identity() -> None:
+    for name, value in LOCAL_CREDENTIALS.items():
+        os.environ.setdefault(name, value)
+    os.environ.setdefault("AWS_REGION", LOCAL_REGION)
+    os.environ.setdefault("AWS_DEFAULT_REGION", os.environ["AWS_REGION"])
+
+
+def _serve_in_thread(app: Any, name: str) -> str:
+    import uvicorn
+
+    listener = claim(name, LOOPBACK, 0, "a free port is picked")
+    port = int(listener.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [listener]}, daemon=True, name=name
+    )
+    thread.start()
+    deadline = time.monotonic() + STARTED_WITHIN_SECONDS
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise SystemExit(f"policy-gateway serve: the {name} did not start")
+        time.sleep(0.02)
+    return f"http://{LOOPBACK}:{port}"
+
+
+def start_simulated_upstream(config: settings.Settings) -> str | None:
+    """The simulator's URL, now serving; None when an upstream endpoint is configured."""
+    if config.bedrock:
+        if os.environ.get(settings.ENV_BEDROCK_ENDPOINT_URL):
+            say(f"{settings.ENV_BEDROCK_ENDPOINT_URL} is set; not starting the Bedrock simulator")
+            return None
+        from .bedrock_simulator import create_bedrock_simulator
+
+        _local_aws_identity()
+        url = _serve_in_thread(create_bedrock_simulator(), "Bedrock simulator")
+        os.environ[settings.ENV_BEDROCK_ENDPOINT_URL] = url
+        say(f"Bedrock simulator: {url}")
+        return url
+    if os.environ.get(settings.ENV_UPSTREAM_BASE_URL):
+        say(f"{settings.ENV_UPSTREAM_BASE_URL} is set; not starting the upstream simulator")
+        return None
+    from .simulator import create_simulator
+
+    url = _serve_in_thread(create_simulator(), "upstream simulator")
+    os.environ[settings.ENV_UPSTREAM_BASE_URL] = url
+    say(f"upstream simulator: {url}")
+    return url
+
+
+def upstream_banner(config: settings.Settings, simulated: str | None) -> str:
+    """Where the gateway's calls really go, as the start-up banner names it."""
+    if config.bedrock:
+        where = f"Amazon Bedrock ({config.bedrock_region or 'the AWS configuration region'})"
+        endpoint = config.bedrock_endpoint_url
+    else:
+        where, endpoint = "the Anthropic API", config.upstream_base_url
+    if simulated is not None:
+        return f"{where}, simulated at {simulated} (nothing leaves this machine)"
+    return f"{where} at {endpoint}" if endpoint else where
+
+
+def start_embedded_aws(port: int) -> str | None:
+    """The stand-in's URL, now serving SSM, Secrets Manager and DynamoDB; None if SSM is set."""
+    if os.environ.get(ENV_SSM_ENDPOINT):
+        say(f"{ENV_SSM_ENDPOINT} is set; not starting the embedded SSM")
+        return None
+    # moto binds in a thread of its own and waits forever if it cannot: try first.
+    ensure_free("embedded SSM", LOOPBACK, port, SSM_PORT_OPTION)
+    try:
+        with warnings.catch_warnings():
+            # requests, which moto imports, warns that the locked urllib3 is newer
+            # than the range it was released against: nothing of the gateway's.
+            warnings.filterwarnings("ignore", message="urllib3 .* doesn't match a supported")
+            from moto.server import ThreadedMotoServer
+    except ImportError:
+        raise SystemExit(
+            "--embedded-ssm needs moto: install the local run's lock (make run does)"
+        ) from None
+    # moto's web server logs every request; the gateway's own lines are what matter here.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = ThreadedMotoServer(ip_address=LOOPBACK, port=port, verbose=False)
+    server.start()
+    endpoint = f"http://{LOOPBACK}:{port}"
+    _local_aws_identity()
+    os.environ[ENV_SSM_ENDPOINT] = endpoint
+    say(f"embedded SSM: {endpoint}")
+    if not os.environ.get(ENV_SECRETS_ENDPOINT):
+        os.environ[ENV_SECRETS_ENDPOINT] = endpoint
+        say(f"embedded Secrets Manager: {endpoint}")
+    if not os.environ.get(ENV_DYNAMODB_ENDPOINT):
+        _serve_budget_table(endpoint)
+        say(f"embedded DynamoDB: {endpoint}")
+    _seed_parameters()
+    return endpoint
+
+
+def _serve_budget_table(endpoint: str) -> None:
+    """Keep the fallback budget in the stand-in's DynamoDB, as a deployed gateway does."""
+    from ..fallback.budget_table import create_table, dynamodb_client
+
+    os.environ[ENV_DYNAMODB_ENDPOINT] = endpoint
+    table = os.environ.setdefault(settings.ENV_FALLBACK_BUDGET_TABLE, LOCAL_FALLBACK_BUDGET_TABLE)
+    create_table(dynamodb_client(), table)
+
+
+def _seed_parameters() -> None:
+    """The flag off, and the chain where a deployed gateway reads it: in its SSM parameter.
+
+    The chain is seeded from POLICY_CONFIG (or is the empty chain), so
+    `policy-gateway policy set` changes it within the TTL, as it would deployed.
+    """
+    os.environ.setdefault(
+        settings.ENV_POLICY_CONFIG_PARAMETER, settings.DEFAULT_POLICY_CONFIG_PARAMETER
+    )
+    config = settings.Settings.from_env()
+    ssm = ssm_client()
+    ssm.put_parameter(**flag_parameter(config.flag_parameter, FLAG_VALUES["off"]), Overwrite=True)
+    assert config.policy_config_parameter is not None
+    ssm.put_parameter(
+        Name=config.policy_config_parameter,
+        Value=config.policy_config or EMPTY_POLICY_CHAIN,
+        Type="String",
+        Overwrite=True,
+    )
+    seeded = f"from {settings.ENV_POLICY_CONFIG}" if config.policy_config else "the empty chain"
+    say(
+        f"policy chain: SSM parameter {config.policy_config_parameter} ({seeded}; re-read every "
+        f"{config.policy_config_ttl:g} s, change it with `policy-gateway policy set FILE`)"
+    )
+
+
+def operator_env(endpoint: str) -> str:
+    """What another shell exports so `policy-gateway flag|policy|init|budget` reach the stand-in."""
+    values = {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_REGION": os.environ.get("AWS_REGION", LOCAL_REGION),
+        **LOCAL_CREDENTIALS,
+    }
+    table = os.environ.get(settings.ENV_FALLBACK_BUDGET_TABLE)
+    if table:
+        values[settings.ENV_FALLBACK_BUDGET_TABLE] = table
+    return "export " + " ".join(f"{name}={value}" for name, value in values.items())
