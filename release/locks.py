@@ -3,20 +3,23 @@
 pyproject.toml is the one place where direct dependencies and their allowed
 ranges are declared: `[project].dependencies` is what the Lambda function needs
 at run time, the `layer` extra what the policies layer needs, the `breaker`
-extra what the fallback breaker function needs, the `dev` extra
-the tools and tests. This script pins each set with uv (`uv pip compile
---generate-hashes`):
+extra what the fallback breaker function needs, the `dev` extra the tools and
+tests, the `scan` extra the template's security scanner. This script pins each
+set with uv (`uv pip compile --generate-hashes`):
 
 - locks/function-<arch>.txt, locks/layer-<arch>.txt and locks/breaker-<arch>.txt
   for the Lambda runtime
   (python3.13, manylinux2014, arm64 and x86_64): `sam build` installs them with
   `pip --require-hashes` (release/lambda.mk);
 - locks/dev.txt for the development and CI machine (Python 3.11, linux x86_64):
-  `make` installs the virtualenv from it, hash-checked.
+  `make` installs the virtualenv from it, hash-checked;
+- locks/scan.txt for the same machine: checkov, which `make scan` installs in a
+  virtualenv of its own because its pins conflict with the dev set's.
 
 The function is resolved under the dev set's pins and the layer under both, so
 a package shared by the sets (uvicorn, anyio, pydantic, ...) has one version
-everywhere: the tests run what the function and the layer ship.
+everywhere: the tests run what the function and the layer ship. The scan set is
+resolved alone: nothing it pins is imported by the tests or shipped.
 
 Each lock's first line records a digest of what it was made from (the
 dependency declarations and the lock settings). `check` recomputes it, so a
@@ -64,7 +67,7 @@ class Lock:
     """One lock file: which dependency set, for which interpreter and platform."""
 
     name: str
-    group: str  # "function", "layer", "breaker" or "dev"
+    group: str  # "function", "layer", "breaker", "dev" or "scan"
     python: str
     platform: str
     constraints: tuple[str, ...] = ()  # names of locks whose pins this one keeps
@@ -92,6 +95,7 @@ def all_locks() -> list[Lock]:
         for group in ("layer", "breaker")
         for arch, platform in LAMBDA_PLATFORMS.items()
     ]
+    locks.append(Lock("scan", "scan", DEV_PYTHON, DEV_PLATFORM))
     return locks
 
 
@@ -120,8 +124,8 @@ class Declared:
 def requirements(group: str, pyproject: Path = PYPROJECT) -> list[str]:
     """The direct requirements of one set, with the project's own extras expanded.
 
-    The function set is `[project].dependencies`; the layer and breaker sets are
-    their extras alone; the dev set is the dependencies plus the `dev` extra, which
+    The function set is `[project].dependencies`; the layer, breaker and scan
+    sets are their extras alone; the dev set is the dependencies plus the `dev` extra, which
     names `policy-gateway[layer]` because the tests import the policies too.
     """
     declared = Declared.read(pyproject)
@@ -143,7 +147,7 @@ def requirements(group: str, pyproject: Path = PYPROJECT) -> list[str]:
                 expanded.append(requirement)
 
     add(group)
-    return expanded if group in ("layer", "breaker") else [*declared.dependencies, *expanded]
+    return [*declared.dependencies, *expanded] if group == "dev" else expanded
 
 
 def inputs_digest(lock: Lock, pyproject: Path = PYPROJECT) -> str:
