@@ -11,11 +11,16 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(DEV_LOCK) | cksum | cut
 RUN_VENV := .venv-run
 RUN_LOCK := locks/serve.txt
 RUN_STAMP := $(RUN_VENV)/.installed-$(shell cat pyproject.toml $(RUN_LOCK) | cksum | cut -d' ' -f1)
+# checkov cannot share the dev lock (release/locks.py): its own virtualenv.
+SCAN_VENV := .venv-scan
+SCAN_LOCK := locks/scan.txt
+SCAN_STAMP := $(SCAN_VENV)/.installed-$(shell cat $(SCAN_LOCK) | cksum | cut -d' ' -f1)
+
 # The local run's ports: the gateway's, and the embedded AWS stand-in's.
 PORT ?= 8080
 SSM_PORT ?= 8787
 
-.PHONY: run build test test-fast test-unit lint check-locks lock lock-upgrade bench clean
+.PHONY: run build test test-fast test-unit lint scan check-locks lock lock-upgrade bench clean
 
 # The project itself goes in last, editable, without dependencies and without
 # build isolation: everything it needs, build tools included, came from the lock.
@@ -68,7 +73,21 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: check-locks lint
+$(SCAN_STAMP): $(SCAN_LOCK)
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip install --quiet --require-hashes -r $(SCAN_LOCK)
+	rm -f $(SCAN_VENV)/.installed-*
+	touch $@
+
+# The template against checkov's baseline: any finding that is neither fixed nor
+# skipped in template.yaml with its reason fails the build. Offline: no API key
+# (even one set in the shell), no guideline download, no version check.
+scan: $(SCAN_STAMP)
+	env -u BC_API_KEY BC_SKIP_MAPPING=TRUE CKV_SKIP_PACKAGE_UPDATE_CHECK=TRUE \
+		$(SCAN_VENV)/bin/checkov \
+		-f template.yaml --skip-download --quiet --compact
+
+test: check-locks lint scan
 	$(BIN)/python -m pytest
 
 # The unit and gateway tiers, without the load tests (markers in pyproject.toml):
@@ -83,4 +102,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) $(RUN_VENV) .aws-sam .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(RUN_VENV) $(SCAN_VENV) .aws-sam .mypy_cache .ruff_cache .pytest_cache

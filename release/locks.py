@@ -4,8 +4,9 @@ pyproject.toml is the one place where direct dependencies and their allowed
 ranges are declared: `[project].dependencies` is what the Lambda function needs
 at run time, the `layer` extra what the policies layer needs, the `breaker`
 extra what the fallback breaker function needs, the `serve` extra what a
-local run adds (its stand-ins), the `dev` extra the tools and tests. This
-script pins each set with uv (`uv pip compile --generate-hashes`):
+local run adds (its stand-ins), the `dev` extra the tools and tests, the `scan`
+extra the template's security scanner. This script pins each set with uv
+(`uv pip compile --generate-hashes`):
 
 - locks/function-<arch>.txt, locks/layer-<arch>.txt and locks/breaker-<arch>.txt
   for the Lambda runtime
@@ -16,10 +17,13 @@ script pins each set with uv (`uv pip compile --generate-hashes`):
 - locks/serve.txt for `make run` on the same machine: what serving locally
   needs (the function, the policies, the stand-ins) and nothing else, in a
   virtualenv of its own, so a first run installs in seconds, not minutes.
+- locks/scan.txt for the same machine: checkov, which `make scan` installs in a
+  virtualenv of its own because its pins conflict with the dev set's.
 
 The function is resolved under the dev set's pins and the layer under both, so
 a package shared by the sets (uvicorn, anyio, pydantic, ...) has one version
-everywhere: the tests run what the function and the layer ship.
+everywhere: the tests run what the function and the layer ship. The scan set is
+resolved alone: nothing it pins is imported by the tests or shipped.
 
 Each lock's first line records a digest of what it was made from (the
 dependency declarations and the lock settings). `check` recomputes it, so a
@@ -67,7 +71,7 @@ class Lock:
     """One lock file: which dependency set, for which interpreter and platform."""
 
     name: str
-    group: str  # "function", "layer", "breaker", "serve" or "dev"
+    group: str  # "function", "layer", "breaker", "serve", "dev" or "scan"
     python: str
     platform: str
     constraints: tuple[str, ...] = ()  # names of locks whose pins this one keeps
@@ -97,6 +101,7 @@ def all_locks() -> list[Lock]:
         for group in ("layer", "breaker")
         for arch, platform in LAMBDA_PLATFORMS.items()
     ]
+    locks.append(Lock("scan", "scan", DEV_PYTHON, DEV_PLATFORM))
     return locks
 
 
@@ -125,9 +130,9 @@ class Declared:
 def requirements(group: str, pyproject: Path = PYPROJECT) -> list[str]:
     """The direct requirements of one set, with the project's own extras expanded.
 
-    The function set is `[project].dependencies`; the layer and breaker sets are
-    their extras alone; the dev and serve sets are the dependencies plus their
-    extra, which names `policy-gateway[layer]` because both import the policies too.
+    The function set is `[project].dependencies`; the layer, breaker and scan
+    sets are their extras alone; the dev and serve sets are the dependencies plus
+    their extra, which names `policy-gateway[layer]` because both import the policies too.
     """
     declared = Declared.read(pyproject)
     if group == "function":
@@ -148,7 +153,7 @@ def requirements(group: str, pyproject: Path = PYPROJECT) -> list[str]:
                 expanded.append(requirement)
 
     add(group)
-    return expanded if group in ("layer", "breaker") else [*declared.dependencies, *expanded]
+    return [*declared.dependencies, *expanded] if group in ("dev", "serve") else expanded
 
 
 def inputs_digest(lock: Lock, pyproject: Path = PYPROJECT) -> str:

@@ -67,10 +67,28 @@ def test_every_pin_is_hashed_and_every_direct_requirement_pinned() -> None:
 
 def test_shared_packages_have_one_version_across_the_sets() -> None:
     dev = _pins(locks.LOCKS / "dev.txt")
-    for lock in locks.all_locks():
+    # What the tests import and what ships: every lock made under the dev pins.
+    shipped = [lock for lock in locks.all_locks() if "dev" in lock.constraints]
+    assert {lock.group for lock in shipped} == {"function", "layer", "breaker"}
+    for lock in shipped:
         for name, version in _pins(lock.path).items():
             if name in dev:
                 assert dev[name] == version, f"{name}: {lock.name} {version}, dev {dev[name]}"
+
+
+def test_the_scanner_has_a_lock_and_a_virtualenv_of_its_own() -> None:
+    """checkov pins cyclonedx-python-lib below what cyclonedx-bom (dev) needs."""
+    (scan,) = [lock for lock in locks.all_locks() if lock.name == "scan"]
+    assert scan.constraints == ()
+    assert (scan.python, scan.platform) == (locks.DEV_PYTHON, locks.DEV_PLATFORM)
+    assert [r.split(">")[0] for r in locks.requirements("scan")] == ["checkov"]
+    scan_pins = _pins(scan.path)
+    assert "checkov" in scan_pins
+    assert "checkov" not in _pins(locks.LOCKS / "dev.txt")
+    assert "starlette" not in scan_pins
+    makefile = (ROOT / "Makefile").read_text()
+    assert "SCAN_LOCK := locks/scan.txt" in makefile
+    assert "SCAN_VENV := .venv-scan" in makefile
 
 
 def test_function_and_layer_sets_come_from_pyproject() -> None:
@@ -134,6 +152,8 @@ def test_check_passes_on_the_committed_locks(repo_copy: Path) -> None:
         ('"pytest>=8.4"', '"pytest>=8.5"', {"dev", "serve"}),
         # A local-run-only range.
         ('"flask>=3.0"', '"flask>=3.1"', {"serve"}),
+        # The scanner, resolved alone.
+        ('"checkov>=3.2"', '"checkov>=3.3"', {"scan"}),
     ],
 )
 def test_a_changed_range_without_make_lock_fails_the_check(
