@@ -67,9 +67,9 @@ def test_every_pin_is_hashed_and_every_direct_requirement_pinned() -> None:
 
 def test_shared_packages_have_one_version_across_the_sets() -> None:
     dev = _pins(locks.LOCKS / "dev.txt")
-    # What the tests import and what ships: every lock made under the dev pins.
+    # What the tests import, what ships and what serves locally: every lock made under the dev pins.
     shipped = [lock for lock in locks.all_locks() if "dev" in lock.constraints]
-    assert {lock.group for lock in shipped} == {"function", "layer", "breaker"}
+    assert {lock.group for lock in shipped} == {"function", "layer", "breaker", "serve"}
     for lock in shipped:
         for name, version in _pins(lock.path).items():
             if name in dev:
