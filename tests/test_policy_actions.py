@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from gateway_policies import (
     ACTIONS,
@@ -140,7 +142,7 @@ def test_redact_secrets_records_each_kind_with_its_count_and_never_the_text() ->
 
 def test_a_request_with_nothing_to_change_records_nothing() -> None:
     ctx = context()
-    chain = [
+    chain: list[Policy[Any]] = [
         RedactSecrets(),
         RewriteModel({"map": {"other": "x"}}),
         CapMaxTokens({"max": 100}),
@@ -154,7 +156,7 @@ def test_a_request_with_nothing_to_change_records_nothing() -> None:
 def test_request_policies_record_what_they_changed() -> None:
     ctx = context()
     tools = [{"name": n, "input_schema": {"type": "object"}} for n in ("bash", "read")]
-    chain = [
+    chain: list[Policy[Any]] = [
         RewriteModel({"map": {MODEL: "claude-cheap"}}),
         CapMaxTokens({"max": 2000}),
         StripTools({"names": ["bash"]}),
