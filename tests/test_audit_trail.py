@@ -13,9 +13,13 @@ from typing import Any
 
 import httpx2
 import pytest
+from gateway_policies import PolicyContext
+from gateway_policies.builtin.block_tool_calls import BlockToolCalls
 from gateway_policies.testing import as_pairs, stream, text_block, tool_use_block
 from policy_gateway import names, settings
-from policy_gateway.observability import metrics
+from policy_gateway.call import Call
+from policy_gateway.lambda_context import InvocationContext
+from policy_gateway.observability import audit, metrics
 
 from .support.client import HEADERS, policy_chain, request_body
 from .support.clock import ManualClock
@@ -357,3 +361,33 @@ def test_an_inline_chain_is_versioned_by_its_hash_on_every_route(
     assert httpx2.post(f"{url}/v1/messages", json=request_body(), headers=HEADERS).is_success
     assert httpx2.get(f"{url}/v1/models", headers=HEADERS).is_success
     assert [line["chain_version"] for line in call_lines(gateway_stdout, 2)] == [inline, inline]
+
+
+# ------------------------------------------------------------------ shadow actions
+
+
+async def _no_send(message: Any) -> None:
+    raise AssertionError("nothing is sent")
+
+
+def test_shadow_actions_are_counted_under_their_own_dimension_set(
+    gateway_stdout: GatewayStdout,
+) -> None:
+    """What a shadow-mode policy would have done (issue 25 runs them) counts with mode=shadow."""
+    call = Call("call-1", "messages", {}, _no_send, InvocationContext(), None)
+    enforced = PolicyContext("messages", False, "call-1")
+    shadow = PolicyContext("messages", False, "call-1", shadow=True)
+    call.contexts += [enforced, shadow]
+    gate = BlockToolCalls({"rules": [{"tool": "^bash$"}]})
+    enforced.record(gate, "block", tool="bash")
+    shadow.record(gate, "block", tool="read")
+    fields = audit.call_fields(call)
+    metrics.flush()
+    assert fields["policy_actions"] == [
+        {"policy": "block_tool_calls", "action": "block", "tool": "bash"},
+        {"policy": "block_tool_calls", "action": "block", "tool": "read", "shadow": True},
+    ]
+    by = {"policy": "block_tool_calls", "action": "block"}
+    assert counted(gateway_stdout, names.METRIC_POLICY_ACTIONS, **by) == 1
+    shadowed = {**by, names.DIMENSION_MODE: names.MODE_SHADOW}
+    assert counted(gateway_stdout, names.METRIC_POLICY_ACTIONS, **shadowed) == 1
