@@ -564,7 +564,8 @@ def test_the_anthropic_provider_never_loads_the_bedrock_module() -> None:
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
-    assert result.stdout.strip() == "[]"
+    # The last line: building the gateway logs the chain it loaded before it.
+    assert result.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_bad_bedrock_configuration_fails_the_start() -> None:
@@ -589,3 +590,30 @@ def test_count_tokens_answer_without_a_count_is_a_502(
     response = raw(url, {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}, COUNT)
     assert response.status_code == 502
     assert error_of(response.content)["type"] == "api_error"
+
+
+@both
+def test_bedrock_usage_is_on_the_call_line(
+    bedrock_gateway: Factory,
+    bedrock: FakeBedrock,
+    gateway_stdout: GatewayStdout,
+    streaming: bool,
+) -> None:
+    usage = {
+        "input_tokens": 321,
+        "output_tokens": 45,
+        "cache_creation_input_tokens": 6,
+        "cache_read_input_tokens": 78,
+    }
+    answered = "claude-sonnet-4-5-20250929"
+    if streaming:
+        events = text_events(["one", " two"], model=answered)
+        events[0][1]["message"]["usage"] = {**usage, "output_tokens": 1}
+        events[-2][1]["usage"] = {"output_tokens": 45}
+        bedrock.script(BedrockReply(stream=frames(events)))
+    else:
+        bedrock.script(BedrockReply(body=message("hi", model=answered) | {"usage": usage}))
+    assert raw(bedrock_gateway(), request_body(stream=streaming)).status_code == 200
+    gateway_stdout.until(lambda text: "call finished" in text)
+    (line,) = [line for line in gateway_stdout.lines() if line.get("message") == "call finished"]
+    assert {key: line[key] for key in ("model", *usage)} == {"model": answered, **usage}

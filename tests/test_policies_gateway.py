@@ -236,6 +236,7 @@ def test_judge_blocks_risky_and_allows_safe_calls(
     upstream: FakeUpstream,
     judge: tuple[FakeUpstream, str],
     monkeypatch: pytest.MonkeyPatch,
+    gateway_stdout: GatewayStdout,
     streaming: bool,
 ) -> None:
     monkeypatch.setenv("TEST_JUDGE_KEY", "sk-ant-judge")
@@ -257,6 +258,31 @@ def test_judge_blocks_risky_and_allows_safe_calls(
     }
     # This SDK version sends its api_key as a bearer token.
     assert fake_judge.requests[0].headers["authorization"] == "Bearer sk-ant-judge"
+    gateway_stdout.until(lambda out: "call finished" in out)
+    (line,) = [line for line in gateway_stdout.lines() if line.get("message") == "call finished"]
+    judged = sorted(
+        (entry for entry in line["policy_actions"] if entry["action"] == "judge"),
+        key=lambda entry: str(entry["tool"]),
+    )
+    assert judged == [
+        {
+            "policy": "tool_call_judge",
+            "action": "judge",
+            "tool": "bash",
+            "verdict": "block",
+            "risk": 0.95,
+        },
+        {
+            "policy": "tool_call_judge",
+            "action": "judge",
+            "tool": "read",
+            "verdict": "allow",
+            "risk": 0.1,
+        },
+    ]
+    assert {"policy": "tool_call_judge", "action": "block", "tool": "bash"} in line[
+        "policy_actions"
+    ]
 
 
 @judge_connection_outlives_the_test_loop

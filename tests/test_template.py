@@ -91,11 +91,12 @@ def _parameter_default(name: str) -> str:
 
 
 def _metric_names() -> set[str]:
+    """Every metric emitted with exactly the dimension set [service]."""
     return {
         value
         for name, value in vars(names).items()
         if name.startswith("METRIC_") and isinstance(value, str)
-    }
+    } - set(names.DIMENSIONED_METRICS)
 
 
 def _if_anthropic(value: object) -> Json:
@@ -195,12 +196,13 @@ def test_the_adapter_posts_the_hooks_the_gateway_serves() -> None:
 
 def test_lambda_metrics_are_the_alias_s() -> None:
     alias = {"Fn::Sub": "${GatewayFunction}:" + deployment.FUNCTION_ALIAS}
-    alarm = _resource("GatewayErrorsAlarm", "AWS::CloudWatch::Alarm")
-    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", "Errors")
-    assert alarm["Dimensions"] == [
-        {"Name": "FunctionName", "Value": {"Ref": "GatewayFunction"}},
-        {"Name": "Resource", "Value": alias},
-    ]
+    for name, metric in (("LambdaErrorsAlarm", "Errors"), ("LambdaThrottlesAlarm", "Throttles")):
+        alarm = _resource(name, "AWS::CloudWatch::Alarm")
+        assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", metric)
+        assert alarm["Dimensions"] == [
+            {"Name": "FunctionName", "Value": {"Ref": "GatewayFunction"}},
+            {"Name": "Resource", "Value": alias},
+        ]
     stack = Stack(TEMPLATE_JSON, "gw")
     function = stack.resolve({"Ref": "GatewayFunction"})
     dashboard = json.loads(stack.resources()["Dashboard"]["Properties"]["DashboardBody"])
@@ -609,6 +611,60 @@ def test_dashboard_charts_every_metric_with_the_emitted_dimension() -> None:
         names.METRIC_FALLBACK_FAILED,
     ):
         assert charted[name] == {"Sum"}
+
+
+def _searches(stack: Stack) -> dict[str, str]:
+    """The dashboard's SEARCH expressions, by the metric they name."""
+    dashboard = json.loads(stack.resources()["Dashboard"]["Properties"]["DashboardBody"])
+    found: dict[str, str] = {}
+    for widget in dashboard["widgets"]:
+        for metric in widget["properties"].get("metrics", []):
+            expression = metric[0].get("expression", "") if isinstance(metric[0], dict) else ""
+            named = re.search(r'MetricName="([A-Za-z0-9]+)"', expression)
+            if named:
+                found.setdefault(named.group(1), "")
+                found[named.group(1)] += expression
+    return found
+
+
+def test_the_dashboard_searches_the_audit_metrics_by_their_emitted_dimensions() -> None:
+    stack = Stack(TEMPLATE_JSON, "prod-gateway")
+    searches = _searches(stack)
+    assert set(searches) == set(names.DIMENSIONED_METRICS)
+    for metric, dimensions in names.DIMENSIONED_METRICS.items():
+        schema = ",".join([names.METRICS_NAMESPACE, names.METRICS_SERVICE_DIMENSION, *dimensions])
+        assert "{" + schema + "}" in searches[metric], metric
+        assert f'{names.METRICS_SERVICE_DIMENSION}="prod-gateway"' in searches[metric]
+    # What a shadow-mode policy would have done is charted too, under its own set.
+    shadow = f"{names.DIMENSION_POLICY},{names.DIMENSION_ACTION},{names.DIMENSION_MODE}}}"
+    assert shadow in searches[names.METRIC_POLICY_ACTIONS]
+
+
+QUIET_ALARMS = {
+    "PolicyConfigErrorsAlarm": (names.METRICS_NAMESPACE, names.METRIC_POLICY_CONFIG_ERRORS),
+    "PolicyErrorsAlarm": (names.METRICS_NAMESPACE, names.METRIC_POLICY_ERRORS),
+    "LambdaErrorsAlarm": ("AWS/Lambda", "Errors"),
+    "LambdaThrottlesAlarm": ("AWS/Lambda", "Throttles"),
+}
+
+
+def test_alarms_watch_what_breaks_quietly_each_with_its_runbook() -> None:
+    deploy = (ROOT / "docs" / "deploy.md").read_text()
+    notify = {"Fn::If": ["HasAlarmEmail", [{"Ref": "AlarmTopic"}], {"Ref": "AWS::NoValue"}]}
+    for logical_id, (namespace, metric) in QUIET_ALARMS.items():
+        alarm = _resource(logical_id, "AWS::CloudWatch::Alarm")
+        assert (alarm["Namespace"], alarm["MetricName"]) == (namespace, metric)
+        assert alarm["AlarmActions"] == notify
+        assert f"## Runbook: {alarm['AlarmName']['Fn::Sub'].split('-', 1)[1]}" in deploy
+    rate = _resource("ServerErrorRateAlarm", "AWS::CloudWatch::Alarm")
+    watched = {
+        query["Id"]: query["MetricStat"]["Metric"]["MetricName"]
+        for query in rate["Metrics"]
+        if "MetricStat" in query
+    }
+    assert watched == {"errors": names.METRIC_RESPONSES_5XX, "requests": names.METRIC_REQUESTS}
+    assert "## Runbook: 5xx-rate" in deploy
+    assert rate["AlarmActions"] == notify
 
 
 # ------------------------------------------------------------------------ IAM

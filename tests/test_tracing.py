@@ -18,6 +18,7 @@ import tomllib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -29,9 +30,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .support.client import HEADERS, request_body
+from .support.clock import eventually
 from .support.fake_upstream import FakeUpstream, Reply, message, text_events
 from .support.sdk import REPLACE, ask_text, sdk
-from .support.servers import ROOT, ThreadedServer, free_port, gateway_process, serving
+from .support.servers import (
+    ROOT,
+    ThreadedServer,
+    free_port,
+    gateway_process,
+    json_lines,
+    serving,
+)
 from .support.traces import (
     SPAN_KIND_INTERNAL,
     SPAN_KIND_SERVER,
@@ -514,3 +523,43 @@ def test_bad_daemon_address_turns_tracing_off_not_the_gateway(
 def test_service_name_defaults_to_the_metric_service() -> None:
     assert settings.service_name({}) == names.SERVICE_NAME
     assert settings.service_name({settings.ENV_SERVICE_NAME: "edge-gw"}) == "edge-gw"
+
+
+# Joining logs and traces
+
+
+def call_lines(stdout: Path) -> list[dict[str, Any]]:
+    return [
+        line for line in json_lines(stdout.read_text()) if line.get("message") == "call finished"
+    ]
+
+
+def test_in_lambda_the_call_line_names_the_x_ray_trace(
+    tmp_path: Path, upstream: FakeUpstream, upstream_url: str, xray: XRayEndpoint
+) -> None:
+    header, root, _ = xray_header()
+    stdout = tmp_path / "gateway.out"
+    with gateway_process(lambda_env(upstream_url, xray, tmp_path), stdout_path=stdout) as (url, _):
+        assert traced_post(url, header).status_code == 200
+        assert httpx2.post(f"{url}/v1/messages", json=request_body(), headers=HEADERS).is_success
+        xray.spans(expect=1)
+        eventually(lambda: len(call_lines(stdout)) == 2)
+    traced, untraced = call_lines(stdout)
+    assert traced["trace_id"] == root
+    assert "trace_id" not in untraced
+
+
+def test_with_otlp_the_call_span_carries_the_call_id_and_the_line_its_trace(
+    tmp_path: Path, upstream: FakeUpstream, upstream_url: str, otlp: tuple[OTLPReceiver, str]
+) -> None:
+    receiver, endpoint = otlp
+    stdout = tmp_path / "gateway.out"
+    env = otlp_env(upstream_url, **{settings.ENV_OTLP_ENDPOINT: endpoint})
+    with gateway_process(env, stdout_path=stdout) as (url, _):
+        assert ask_text(sdk(url)).startswith("echo:")
+        spans = receiver.spans(expect=2)
+        eventually(lambda: len(call_lines(stdout)) == 1)
+    (line,) = call_lines(stdout)
+    (server,) = [span for span in spans if span.kind == SPAN_KIND_SERVER]
+    assert server.attributes[names.ATTRIBUTE_CALL_ID] == line["call_id"]
+    assert line["trace_id"] == server.trace_id

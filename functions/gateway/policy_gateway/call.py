@@ -10,8 +10,11 @@ attributes of a small object, never closures sharing `nonlocal`.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from gateway_policies import PolicyAction, PolicyContext
 from starlette.types import Scope, Send
 
 from .auth.authenticator import Credentials
@@ -26,6 +29,43 @@ FALLBACK_DENIED = "denied"
 FALLBACK_RETRYING = "retrying"
 FALLBACK_SUCCEEDED = "succeeded"
 FALLBACK_FAILED = "failed"
+
+
+# The token counts the API reports in `usage`, as the call's log line names them.
+TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+# The call line's `model` when one call's answers came from several models (batch results).
+MODEL_MIXED = "mixed"
+
+
+@dataclass
+class Usage:
+    """The tokens the upstream reported for a call, per model it answered with.
+
+    A Messages call has one answer; a batch's results file has one per
+    succeeded entry, and the call line carries their sum.
+    """
+
+    by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, model: str, counts: Mapping[str, int]) -> None:
+        totals = self.by_model.setdefault(model, dict.fromkeys(TOKEN_FIELDS, 0))
+        for name in TOKEN_FIELDS:
+            totals[name] += counts.get(name, 0)
+
+    def fields(self) -> dict[str, Any]:
+        """The call line's `model` and token fields (empty when no answer reported usage)."""
+        if not self.by_model:
+            return {}
+        models = list(self.by_model)
+        line: dict[str, Any] = {"model": models[0] if len(models) == 1 else MODEL_MIXED}
+        for name in TOKEN_FIELDS:
+            line[name] = sum(counts[name] for counts in self.by_model.values())
+        return line
 
 
 @dataclass
@@ -53,6 +93,16 @@ class Call:
     disconnected: bool = False
     caller: str | None = None
     upstream_request_id: str | None = None
+    contexts: list[PolicyContext] = field(default_factory=list, repr=False)
+    """Every policy context the call ran the chain with (request, answer, batch entries)."""
+    chain_version: str | None = None
+    """The version of the policy chain that decided (policy_source.py)."""
+    usage: Usage = field(default_factory=Usage)
+    trace_id: str | None = None
+
+    def policy_actions(self) -> list[PolicyAction]:
+        """What the policies did on this call, in the order they did it, every context's."""
+        return [action for ctx in self.contexts for action in ctx.actions]
 
     def seconds_left(self) -> float | None:
         return seconds_until(self.deadline)

@@ -24,7 +24,7 @@ METRIC_UPSTREAM_CONNECTION_ERRORS = "UpstreamConnectionErrors"
 METRIC_FALLBACK = "PassthroughFallback"
 METRIC_FALLBACK_SUCCEEDED = "PassthroughFallbackSucceeded"
 METRIC_FALLBACK_FAILED = "PassthroughFallbackFailed"
-METRIC_POLICY_BLOCKS = "PolicyBlocks"
+METRIC_POLICY_REFUSALS = "PolicyRefusals"
 METRIC_POLICY_ERRORS = "PolicyErrors"
 METRIC_POLICY_CONFIG_ERRORS = "PolicyConfigErrors"
 METRIC_AUTH_FAILURES = "AuthFailures"
@@ -45,3 +45,36 @@ ATTRIBUTE_UPSTREAM_REQUEST_ID = "upstream_request_id"
 LABEL_POLICY = "policy"
 LABEL_FALLBACK = "passthrough-fallback"
 LABEL_PASSTHROUGH = "passthrough"
+
+# ---- Issue 23, the audit trail.
+# Every answer of the gateway's with a 5xx status (its own or an upstream's relayed),
+# with the dimension set [service]: the 5xx-rate alarm divides it by Requests.
+METRIC_RESPONSES_5XX = "Responses5xx"
+# Metrics with dimension sets of their own besides [service], each emitted as an
+# EMF document of its own (observability/metrics.py): PolicyActions by [service,
+# policy, action] (and [service, policy, action, mode] for what a shadow-mode policy
+# would have done), tokens by [service, model].
+METRIC_POLICY_ACTIONS = "PolicyActions"
+METRIC_INPUT_TOKENS = "InputTokens"
+METRIC_OUTPUT_TOKENS = "OutputTokens"
+DIMENSION_POLICY = "policy"
+DIMENSION_ACTION = "action"
+DIMENSION_MODE = "mode"
+MODE_SHADOW = "shadow"
+DIMENSION_MODEL = "model"
+# The dimensions besides [service] each of them is emitted with (template.yaml's
+# dashboard searches exactly these sets).
+DIMENSIONED_METRICS = {
+    METRIC_POLICY_ACTIONS: (DIMENSION_POLICY, DIMENSION_ACTION),
+    METRIC_INPUT_TOKENS: (DIMENSION_MODEL,),
+    METRIC_OUTPUT_TOKENS: (DIMENSION_MODEL,),
+}
+# A client can send any model string, and each distinct dimension value is a
+# metric CloudWatch bills: only models an upstream answered with are counted,
+# at most MAX_MODEL_DIMENSIONS distinct ones per process, the rest as MODEL_OTHER.
+MAX_MODEL_DIMENSIONS = 20
+MODEL_OTHER = "other"
+# The server span's attribute joining a trace to the call's log line (`call_id`).
+ATTRIBUTE_CALL_ID = "call_id"
+# The log line each load of a policy chain writes, which operators' queries look for.
+LOG_POLICY_CHAIN_LOADED = "policy chain loaded"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Generic, TypeVar
 
@@ -157,6 +158,18 @@ def keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
 
 def read_ssm_parameter(name: str) -> str:
     return str(_ssm().get(name, force_fetch=True))
+
+
+@dataclass(frozen=True)
+class VersionedParameter:
+    value: str
+    version: int
+
+
+def read_versioned_ssm_parameter(name: str) -> VersionedParameter:
+    """The parameter's value and its version: what names the policy chain in force."""
+    found = _ssm().client.get_parameter(Name=name, WithDecryption=True)["Parameter"]
+    return VersionedParameter(str(found["Value"]), int(found["Version"]))
 
 
 def read_secret(name: str) -> str:

@@ -7,12 +7,21 @@ the error is logged and counted; so does an SSM that errors or stalls (see
 `parameters.TTLCache`), since the last good chain is still the operator's. With
 no good chain ever loaded, requests fail closed: running without the
 operator's policies would silently weaken them.
+
+Each chain has a version, which every call line carries (`chain_version`):
+`v<SSM parameter version>:<hash>` from SSM, `inline:<hash>` from
+POLICY_CONFIG, `none` without either; the hash is the first 8 hex digits of
+the SHA-256 of the chain's text. Each load logs `policy chain loaded` once:
+at start, on a live change (a new version, not every re-read of the same
+one), and each time a bad config leaves the last good chain in force.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from gateway_policies import PolicyChain, PolicyConfigError, load_chain
 
@@ -20,12 +29,26 @@ from . import names
 from .errors import GatewayError
 from .observability import metrics
 from .observability.logs import logger
-from .parameters import TTLCache, read_ssm_parameter
+from .parameters import TTLCache, VersionedParameter, read_versioned_ssm_parameter
 
 NO_CHAIN_MESSAGE = (
     "The gateway has no valid policy configuration, so it refuses requests until an "
     "operator fixes it."
 )
+NO_CONFIG_VERSION = "none"
+
+
+@dataclass(frozen=True)
+class LoadedChain:
+    """A chain and the version of the configuration it was built from."""
+
+    chain: PolicyChain
+    version: str
+
+
+def chain_version(text: str, parameter_version: int | None) -> str:
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return f"inline:{digest}" if parameter_version is None else f"v{parameter_version}:{digest}"
 
 
 class PolicySource:
@@ -34,28 +57,48 @@ class PolicySource:
         inline: str | None,
         parameter: str | None,
         ttl: float,
-        reader: Callable[[str], str] = read_ssm_parameter,
+        reader: Callable[[str], VersionedParameter] = read_versioned_ssm_parameter,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._parameter = parameter
         self._reader = reader
-        self._static: PolicyChain | None = None
-        self._cache: TTLCache[PolicyChain | None] | None = None
+        self._static: LoadedChain | None = None
+        self._cache: TTLCache[LoadedChain | None] | None = None
+        self._logged: str | None = None
+        self.version: str | None = None
+        """The version of the chain in force now, None before one loaded."""
         if parameter:
             self._cache = TTLCache(self._load_parameter, ttl, self._keep_last_good, clock)
         elif inline:
             try:
-                self._static = load_chain(inline)
+                self._static = self._loaded(load_chain(inline), chain_version(inline, None))
             except PolicyConfigError as exc:
                 logger.error("inline policy config is invalid", extra={"error": str(exc)})
         else:
-            self._static = PolicyChain()
+            self._static = self._loaded(PolicyChain(), NO_CONFIG_VERSION)
 
-    def _load_parameter(self) -> PolicyChain | None:
+    def _load_parameter(self) -> LoadedChain | None:
         assert self._parameter is not None
-        return load_chain(self._reader(self._parameter))
+        read = self._reader(self._parameter)
+        return self._loaded(load_chain(read.value), chain_version(read.value, read.version))
 
-    def _keep_last_good(self, exc: Exception, last: PolicyChain | None) -> PolicyChain | None:
+    def _loaded(self, chain: PolicyChain, version: str, *, kept: bool = False) -> LoadedChain:
+        """Log the load when it is news: a new version, or the last good one kept."""
+        self.version = version
+        if kept or version != self._logged:
+            self._logged = version
+            logger.info(
+                names.LOG_POLICY_CHAIN_LOADED,
+                extra={
+                    "chain_version": version,
+                    "policies": chain.names,
+                    "parameter": self._parameter,
+                    "kept_last_good": kept,
+                },
+            )
+        return LoadedChain(chain, version)
+
+    def _keep_last_good(self, exc: Exception, last: LoadedChain | None) -> LoadedChain | None:
         metrics.count(names.METRIC_POLICY_CONFIG_ERRORS)
         logger.error(
             "policy config unusable; keeping the last good chain"
@@ -67,15 +110,25 @@ class PolicySource:
                 "error": str(exc) if isinstance(exc, PolicyConfigError) else "",
             },
         )
-        return last
+        if last is None:
+            return None
+        return self._loaded(last.chain, last.version, kept=True)
+
+    async def current(self) -> LoadedChain | None:
+        """The chain in force and its version, None when no good chain was ever loaded."""
+        return await self._cache.get() if self._cache is not None else self._static
 
     async def load(self) -> PolicyChain | None:
         """The chain in force, None when no good chain was ever loaded."""
-        return await self._cache.get() if self._cache is not None else self._static
+        loaded = await self.current()
+        return None if loaded is None else loaded.chain
 
-    async def chain(self) -> PolicyChain:
-        chain = await self.load()
-        if chain is None:
+    async def loaded(self) -> LoadedChain:
+        loaded = await self.current()
+        if loaded is None:
             # A fresh error per call: a shared instance would keep every raise's frames.
             raise GatewayError(500, NO_CHAIN_MESSAGE, "api_error")
-        return chain
+        return loaded
+
+    async def chain(self) -> PolicyChain:
+        return (await self.loaded()).chain

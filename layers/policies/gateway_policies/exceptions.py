@@ -23,6 +23,8 @@ class PolicyViolation(Exception):
         self.message = message
         self.status = status
         self.error_type = error_type
+        self.policy: str | None = None
+        """The refusing policy's name, set by the chain that ran it (for the audit trail)."""
 
 
 class PolicyConfigError(ValueError):

@@ -47,19 +47,30 @@ def _chain(policies: Policies) -> PolicyChain:
 
 
 def run_request(
-    policies: Policies, request: JSONObject, *, endpoint: str = "messages"
+    policies: Policies,
+    request: JSONObject,
+    *,
+    endpoint: str = "messages",
+    ctx: PolicyContext | None = None,
 ) -> JSONObject:
-    """The request as the chain sends it upstream; `request` itself is left untouched."""
+    """The request as the chain sends it upstream; `request` itself is left untouched.
+
+    Pass `ctx` (from `context()`) to read what the policies recorded, `ctx.actions`;
+    the same goes for `run_response` and `run_stream`.
+    """
     changed = copy.deepcopy(request)
-    ctx = context(stream=request.get("stream") is True, endpoint=endpoint)
+    if ctx is None:
+        ctx = context(stream=request.get("stream") is True, endpoint=endpoint)
     asyncio.run(_chain(policies).apply_request(changed, ctx))
     return changed
 
 
-def run_response(policies: Policies, response: JSONObject) -> JSONObject:
+def run_response(
+    policies: Policies, response: JSONObject, *, ctx: PolicyContext | None = None
+) -> JSONObject:
     """The non-streaming response as the client receives it; `response` is left untouched."""
     changed = copy.deepcopy(response)
-    asyncio.run(_chain(policies).apply_response(changed, context()))
+    asyncio.run(_chain(policies).apply_response(changed, ctx or context()))
     return changed
 
 
@@ -69,7 +80,9 @@ def decode(wire: bytes) -> list[StreamEvent]:
     return [*decoder.feed(wire), *decoder.flush()]
 
 
-def run_stream(policies: Policies, events: Iterable[StreamEvent]) -> list[StreamEvent]:
+def run_stream(
+    policies: Policies, events: Iterable[StreamEvent], *, ctx: PolicyContext | None = None
+) -> list[StreamEvent]:
     """The events the client receives for `events` from upstream, end of stream included.
 
     Encoded the moment the chain hands them on, as the relay does, so an event
@@ -77,13 +90,15 @@ def run_stream(policies: Policies, events: Iterable[StreamEvent]) -> list[Stream
     client would see it: not at all.
     """
     chain = _chain(policies)
-    ctx = context(stream=True)
+    if ctx is None:
+        ctx = context(stream=True)
+    running = ctx
 
     async def run() -> bytes:
         sent: list[bytes] = []
         for event in decode(encode_many(list(events))):
-            sent.append(encode_many(await chain.apply_stream_event(event, ctx)))
-        sent.append(encode_many(await chain.apply_stream_end(ctx)))
+            sent.append(encode_many(await chain.apply_stream_event(event, running)))
+        sent.append(encode_many(await chain.apply_stream_end(running)))
         return b"".join(sent)
 
     return decode(asyncio.run(run()))

@@ -8,13 +8,14 @@ their signatures, so changing a byte of them breaks every later turn.
 
 `TextRewriter` is the base of a policy that is one `rewrite(text) -> text`:
 it applies it to every such place of a request and, when asked, of a
-response and a stream's text.
+response and a stream's text, and records what it changed for the audit trail.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ClassVar
 
 from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
 
@@ -79,6 +80,26 @@ def rewrite_text(slots: Iterator[tuple[Any, Any]], rewrite: Callable[[str], str]
             container[key] = new
 
 
+def _rewrite_counting(
+    slots: Iterator[tuple[Any, Any]],
+    rewrite: Callable[[str], tuple[str, Mapping[str, int]]],
+    tally: Counter[str],
+) -> None:
+    for container, key in list(slots):
+        old = container[key]
+        new, counts = rewrite(old)
+        tally.update(counts)
+        if new != old:
+            container[key] = new
+
+
+class _StreamTally:
+    """One call's count of a stream's changes, recorded once the stream ends."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+
 class TextRewriter(Policy[OptionsT]):
     """A policy that is one `rewrite(text) -> text`, applied wherever text lives.
 
@@ -89,24 +110,54 @@ class TextRewriter(Policy[OptionsT]):
     match split across two deltas is not seen). Thinking blocks never. Set
     the two flags as class attributes or in `setup` (from the options); the
     chain calls only the hooks they turn on.
+
+    The audit trail is kept here, so a subclass records nothing itself: each
+    request and each response that changed records `action` once per kind of
+    change, with `where` ("request", "response" or "stream") and `count`; a
+    stream's changes are recorded when it ends. `rewrite_counted` says what
+    was changed; by default each changed text counts once, with no kind.
     """
 
     rewrites_requests: bool = True
     rewrites_responses: bool = False
+    action: ClassVar[str] = "rewrite"
+    """What the audit trail calls a change this policy made (one of `actions.ACTIONS`)."""
 
     def rewrite(self, text: str) -> str:
         raise NotImplementedError
 
+    def rewrite_counted(self, text: str) -> tuple[str, Mapping[str, int]]:
+        """`rewrite(text)`, and how many changes of each kind it made ("" for no kind).
+
+        Counts and kinds only: they go on the call's log line, so never the text.
+        """
+        new = self.rewrite(text)
+        return new, ({"": 1} if new != text else {})
+
     def implements(self, hook: str) -> bool:
         if hook == "on_request":
             return self.rewrites_requests
-        return self.rewrites_responses and hook in ("on_response", "on_stream_event")
+        return self.rewrites_responses and hook in (
+            "on_response",
+            "on_stream_event",
+            "on_stream_end",
+        )
+
+    def _record(self, ctx: PolicyContext, where: str, tally: Mapping[str, int]) -> None:
+        for kind, count in tally.items():
+            if count:
+                kinds = {"kind": kind} if kind else {}
+                ctx.record(self, self.action, where=where, **kinds, count=count)
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
-        rewrite_text(text_slots(request), self.rewrite)
+        tally: Counter[str] = Counter()
+        _rewrite_counting(text_slots(request), self.rewrite_counted, tally)
+        self._record(ctx, "request", tally)
 
     async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
-        rewrite_text(response_text_slots(response), self.rewrite)
+        tally: Counter[str] = Counter()
+        _rewrite_counting(response_text_slots(response), self.rewrite_counted, tally)
+        self._record(ctx, "response", tally)
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
         if event.type not in ("content_block_delta", "content_block_start"):
@@ -118,5 +169,11 @@ class TextRewriter(Policy[OptionsT]):
             and part.get("type") in ("text_delta", "text")
             and isinstance(part.get("text"), str)
         ):
-            part["text"] = self.rewrite(part["text"])
+            part["text"], counts = self.rewrite_counted(part["text"])
+            if counts:
+                ctx.state(self, _StreamTally).counts.update(counts)
         return [event]
+
+    async def on_stream_end(self, ctx: PolicyContext) -> list[StreamEvent]:
+        self._record(ctx, "stream", ctx.state(self, _StreamTally).counts)
+        return []

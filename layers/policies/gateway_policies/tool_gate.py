@@ -95,6 +95,8 @@ class ToolCallGate(Policy[OptionsT]):
     A server tool in a request is refused unless `refuses_server_tool` says
     otherwise, and an MCP server unless `allowed_mcp_servers` lists it: by
     default every one, since no call of theirs can be judged before it runs.
+    Each blocked call is recorded here (`block`, with the tool's name), so a
+    subclass records nothing itself.
     """
 
     async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> str | None:
@@ -143,6 +145,7 @@ class ToolCallGate(Policy[OptionsT]):
             if upstream:
                 self._log_upstream_call(block, reason, ctx)
             if reason is not None:
+                self._record_block(ctx, tool, upstream)
                 text = blocked_text(self.label, tool, reason, upstream=upstream)
                 content[index] = {"type": "text", "text": text}
                 if upstream:
@@ -170,7 +173,7 @@ class ToolCallGate(Policy[OptionsT]):
             and isinstance(block, dict)
             and block.get("type") in CALL_TYPES
         ):
-            owed = self._settle(held, state, "a new block began before it ended")
+            owed = self._settle(held, state, ctx, "a new block began before it ended")
             state.held = [event]
             state.index = payload.get("index")
             state.input = []
@@ -186,7 +189,7 @@ class ToolCallGate(Policy[OptionsT]):
                 state.held = None
                 return await self._release(held, event, "".join(state.input), ctx)
         if kind == "message_delta":
-            owed = self._settle(held, state, "the message ended before its block did")
+            owed = self._settle(held, state, ctx, "the message ended before its block did")
             return [*owed, self._fix_stop_reason(event, state)]
         return self._withhold_results(event, kind, payload, state)
 
@@ -207,7 +210,7 @@ class ToolCallGate(Policy[OptionsT]):
         return [event]
 
     def _settle(
-        self, held: list[StreamEvent] | None, state: GateState, reason: str
+        self, held: list[StreamEvent] | None, state: GateState, ctx: PolicyContext, reason: str
     ) -> list[StreamEvent]:
         """Close a held tool call that can no longer complete: blocked, never released
         unchecked, and replaced by a text block so later indices stay contiguous."""
@@ -221,6 +224,7 @@ class ToolCallGate(Policy[OptionsT]):
             state.withheld[str(block.get("id"))] = tool
         else:
             state.blocked += 1
+        self._record_block(ctx, tool, upstream)
         text = blocked_text(self.label, tool, reason, upstream=upstream)
         return _text_block(start.get("index"), text, None)
 
@@ -245,8 +249,16 @@ class ToolCallGate(Policy[OptionsT]):
             state.withheld[str(block.get("id"))] = tool
         else:
             state.blocked += 1
+        self._record_block(ctx, tool, upstream)
         text = blocked_text(self.label, tool, reason, upstream=upstream)
         return _text_block(held[0].json.get("index"), text, stop)
+
+    def _record_block(self, ctx: PolicyContext, tool: str, upstream: bool) -> None:
+        """The audit trail's entry for one blocked call: the tool's name, never its input."""
+        if upstream:
+            ctx.record(self, "block", tool=tool, upstream=True)
+        else:
+            ctx.record(self, "block", tool=tool)
 
     def _log_upstream_call(self, block: JSONObject, reason: str | None, ctx: PolicyContext) -> None:
         """Every call the API made itself is on record: it ran, whatever the verdict."""
@@ -278,7 +290,11 @@ class ToolCallGate(Policy[OptionsT]):
     async def on_stream_end(self, ctx: PolicyContext) -> list[StreamEvent]:
         # A tool call whose block never ended was never checked: it is dropped,
         # never released unchecked.
-        ctx.state(self, GateState).held = None
+        state = ctx.state(self, GateState)
+        if state.held is not None:
+            block = (state.held[0].payload or {}).get("content_block") or {}
+            self._record_block(ctx, str(block.get("name")), _is_upstream(block))
+        state.held = None
         return []
 
 

@@ -1,18 +1,30 @@
 """CloudWatch metrics in Embedded Metric Format (Powertools Metrics) on stdout.
 
-Every metric carries exactly the dimension set [service], which is what the
-template's alarm names. There is no Lambda handler under the Web Adapter, so
+Most metrics carry exactly the dimension set [service], which is what the
+template's alarms name. There is no Lambda handler under the Web Adapter, so
 the gateway flushes after every call (for a stream, in its `finally`).
+
+A few are counted by more than the service (`count_by`): PolicyActions by
+policy and action, tokens by model. Powertools keeps one dimension set per
+document, so each distinct set of values becomes an EMF document of its own
+at the flush; a call that counted none writes nothing more.
 """
 
 from __future__ import annotations
 
-from aws_lambda_powertools import Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from collections.abc import Mapping
 
-from .. import settings
+from aws_lambda_powertools import Metrics
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+
+from .. import names, settings
 
 _metrics = Metrics(namespace=settings.metrics_namespace(), service=settings.service_name())
+
+Dimensions = tuple[tuple[str, str], ...]
+# Counts by their extra dimensions, until the flush: {dimensions: {metric: total}}.
+_by_dimensions: dict[Dimensions, dict[str, float]] = {}
+_models: set[str] = set()
 
 
 def count(name: str, value: float = 1) -> None:
@@ -23,11 +35,39 @@ def milliseconds(name: str, value: float) -> None:
     _metrics.add_metric(name=name, unit=MetricUnit.Milliseconds, value=value)
 
 
+def count_by(name: str, dimensions: Mapping[str, str], value: float = 1) -> None:
+    """Count `name` under the dimension set [service, *dimensions] (in the given order)."""
+    metrics = _by_dimensions.setdefault(tuple(dimensions.items()), {})
+    metrics[name] = metrics.get(name, 0) + value
+
+
+def model_dimension(model: str) -> str:
+    """`model` as a dimension value: itself while fewer than MAX_MODEL_DIMENSIONS distinct
+    models were counted in this process, else `other`."""
+    if model in _models:
+        return model
+    if len(_models) < names.MAX_MODEL_DIMENSIONS:
+        _models.add(model)
+        return model
+    return names.MODEL_OTHER
+
+
 def flush() -> None:
     if _metrics.metric_set:
         _metrics.flush_metrics()
+    while _by_dimensions:
+        dimensions, counted = _by_dimensions.popitem()
+        service = settings.service_name()
+        document = EphemeralMetrics(namespace=settings.metrics_namespace(), service=service)
+        document.add_dimension(name=names.METRICS_SERVICE_DIMENSION, value=service)
+        for key, value in dimensions:
+            document.add_dimension(name=key, value=value)
+        for name, total in counted.items():
+            document.add_metric(name=name, unit=MetricUnit.Count, value=total)
+        document.flush_metrics()
 
 
 def discard() -> None:
     """Drop what is buffered unflushed: after a restore it belongs to the snapshot's process."""
     _metrics.clear_metrics()
+    _by_dimensions.clear()

@@ -55,7 +55,7 @@ from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
 
-from .. import settings
+from .. import names, settings
 from ..headers import HeaderLookup
 
 if TYPE_CHECKING:
@@ -128,9 +128,11 @@ class _AttemptSpan:
 
 @dataclass
 class CallTrace:
-    """What the endpoint tells tracing about a call: its status, for the call's span."""
+    """What the endpoint tells tracing about a call (its status, for the call's span), and
+    the trace's id for the call's log line: X-Ray's form in Lambda, W3C's elsewhere."""
 
     status: int = 0
+    trace_id: str | None = None
 
 
 class ExporterMissing(Exception):
@@ -178,17 +180,22 @@ def flush(timeout_millis: int = 2000) -> None:
 
 
 @contextmanager
-def call(header: HeaderLookup, method: str, path: str, route: str | None) -> Iterator[CallTrace]:
+def call(
+    header: HeaderLookup, method: str, path: str, route: str | None, call_id: str
+) -> Iterator[CallTrace]:
     """Hold the call's trace context for the call's duration; its spans start under it.
 
-    `route` is the path template the call matched (`/v1/messages/batches/{message_batch_id}`).
+    `route` is the path template the call matched (`/v1/messages/batches/{message_batch_id}`);
+    the call's own span carries `call_id`, as its log line does.
     """
     trace = CallTrace()
     tracing = _tracing()
     if tracing is None:
         yield trace
         return
-    parent, span = tracing.begin(header, method, path, route)
+    parent, span = tracing.begin(header, method, path, route, call_id)
+    if parent is not None:
+        trace.trace_id = tracing.trace_id(parent.context)
     token = _call_parent.set(parent)
     try:
         yield trace
@@ -230,7 +237,7 @@ class _Tracing:
         self._trace = trace
 
     def begin(
-        self, header: HeaderLookup, method: str, path: str, route: str | None
+        self, header: HeaderLookup, method: str, path: str, route: str | None, call_id: str
     ) -> tuple[_Parent | None, OTelSpan | None]:
         """What the call's attempts start under, and the call's own span if it has one.
 
@@ -248,7 +255,11 @@ class _Tracing:
             return (_Parent(self._tracer, context) if remote else None), None
         if not remote:
             context = self._w3c.extract(carrier)
-        attributes = {"http.request.method": method, "url.path": path}
+        attributes = {
+            "http.request.method": method,
+            "url.path": path,
+            names.ATTRIBUTE_CALL_ID: call_id,
+        }
         if route is not None:
             attributes["http.route"] = route
         # Named as OpenTelemetry's HTTP conventions say: the method and the
@@ -266,6 +277,14 @@ class _Tracing:
         processor = getattr(self._tracer, "span_processor", None)
         if processor is not None:
             processor.force_flush(timeout_millis)
+
+    def trace_id(self, context: Context) -> str | None:
+        """The trace's id as the backend spans go to shows it (X-Ray in Lambda)."""
+        found = self._trace.get_current_span(context).get_span_context()
+        if not found.is_valid:
+            return None
+        digits = f"{found.trace_id:032x}"
+        return f"1-{digits[:8]}-{digits[8:]}" if self._in_lambda else digits
 
     @staticmethod
     def finish(span: OTelSpan, status: int) -> None:

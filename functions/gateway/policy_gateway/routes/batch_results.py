@@ -18,6 +18,11 @@ read (not JSON, no `result` object, too long) is never passed on. Before
 anything was sent that is a 502; after, the response is cut without its
 final chunk, so the client's read fails rather than ending on a file that
 silently lacks entries.
+
+The call line's tokens are the sum over the succeeded entries' `usage` (its
+`model` the entries' model, `mixed` when they differ), read from the lines the
+response chain reads: with no response hook the file is relayed unread and
+the call line has no token counts.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from ..upstream.client import UpstreamResponse
 from .body import dump_json
 from .passthrough import BodyRelay, BodyWithheld, PassthroughEndpoint
 from .refusal import policy_error
+from .usage import add_message_usage
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """The longest result line the gateway reads. A Messages response is far
@@ -47,22 +53,27 @@ class ResultsEndpoint(PassthroughEndpoint):
 
     async def _proxy(self, call: Call) -> None:
         # The chain first: without a usable one the call fails before reaching the upstream.
-        self._chain = await self._gateway.policies.chain()
+        self._chain = await self._gateway.chain(call)
         await super()._proxy(call)
 
     async def _deliver(self, call: Call, upstream: UpstreamResponse, body: bytes) -> None:
         chain = self._chain
-        new_context = partial(self._gateway.policy_context, call.call_id)
-        lines = ResultLines(chain, new_context) if chain and chain.has_response_hooks else None
+        new_context = partial(self._gateway.policy_context, call, kept=False)
+        lines = (
+            ResultLines(chain, new_context, call) if chain and chain.has_response_hooks else None
+        )
         await BodyRelay(upstream, call).run(lines)
 
 
 class ResultLines:
     """Split a JSONL body into lines and run each succeeded entry through the response chain."""
 
-    def __init__(self, chain: PolicyChain, new_context: Callable[[], PolicyContext]) -> None:
+    def __init__(
+        self, chain: PolicyChain, new_context: Callable[[], PolicyContext], call: Call
+    ) -> None:
         self.chain = chain
         self.new_context = new_context
+        self.call = call
         self.pending = bytearray()
         self.lines = 0
 
@@ -100,6 +111,7 @@ class ResultLines:
             return raw
         message = result.get("message")
         if isinstance(message, dict):
+            add_message_usage(self.call.usage, message)
             refusal = await self._judge(message)
         else:
             refusal = GatewayError(
@@ -114,10 +126,16 @@ class ResultLines:
         return dumped + raw[len(raw.rstrip(b"\r\n")) :]
 
     async def _judge(self, message: dict[str, Any]) -> GatewayError | None:
+        # A context per entry, kept only when a policy acted: the call holds
+        # one line at a time, not a context per line of the file.
+        ctx = self.new_context()
         try:
-            await self.chain.apply_response(message, self.new_context())
+            await self.chain.apply_response(message, ctx)
         except (PolicyViolation, PolicyFailure) as exc:
-            return policy_error(exc)
+            return policy_error(exc, ctx)
+        finally:
+            if ctx.actions:
+                self.call.contexts.append(ctx)
         return None
 
     def _withhold(self, reason: str, entry: Any) -> NoReturn:

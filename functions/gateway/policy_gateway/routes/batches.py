@@ -59,13 +59,13 @@ class BatchCreateEndpoint(GatewayEndpoint):
 
     async def _proxy(self, call: Call) -> None:
         gateway = self._gateway
-        chain = await gateway.policies.chain()
+        chain = await gateway.chain(call)
         try:
             # Request hooks always run on the worker loop (offload.py), batch entries too.
-            new_context = partial(gateway.policy_context, call.call_id)
+            new_context = partial(gateway.policy_context, call)
             body = await offload.run(_prepare(call.original, chain, new_context))
         except _EntryRefused as refused:
-            error = policy_error(refused.cause)
+            error = policy_error(refused.cause, refused.ctx)
             message = f"{refused.name}: {error.message}"
             raise GatewayError(error.status, message, error.error_type) from None
         sending = self._send(call, body, names.LABEL_POLICY, stream=False)
@@ -91,10 +91,13 @@ class BatchObjectEndpoint(PassthroughEndpoint):
 class _EntryRefused(Exception):
     """A policy refused (or failed on) one entry; the serving loop counts and logs it."""
 
-    def __init__(self, name: str, cause: PolicyViolation | PolicyFailure) -> None:
+    def __init__(
+        self, name: str, cause: PolicyViolation | PolicyFailure, ctx: PolicyContext
+    ) -> None:
         super().__init__(name)
         self.name = name
         self.cause = cause
+        self.ctx = ctx
 
 
 async def _prepare(
@@ -146,7 +149,7 @@ async def _apply(chain: PolicyChain, params: dict[str, Any], ctx: PolicyContext,
         if params.get("stream", False) is not False:
             raise PolicyFailure("<chain>", "on_request: changed 'stream'")
     except (PolicyViolation, PolicyFailure) as exc:
-        raise _EntryRefused(name, exc) from None
+        raise _EntryRefused(name, exc, ctx) from None
 
 
 def public_base(config: Settings, invocation: lambda_context.InvocationContext) -> str:

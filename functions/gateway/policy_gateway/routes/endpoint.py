@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 
 import anyio
-from gateway_policies import PolicyContext
+from gateway_policies import PolicyChain, PolicyContext
 from starlette.types import Receive, Scope, Send
 
 from .. import lambda_context, names, settings
@@ -25,7 +25,7 @@ from ..call import DEADLINE_ERROR, FALLBACK_FAILED, FALLBACK_RETRYING, Call
 from ..errors import GatewayError
 from ..fallback.send import Fallback
 from ..headers import HeaderLookup, forwarded_headers
-from ..observability import metrics, tracing
+from ..observability import audit, metrics, tracing
 from ..observability.logs import bind_call_key, call_context, logger
 from ..policy_source import PolicySource
 from ..upstream.client import Tries, UpstreamClient, UpstreamResponse
@@ -44,18 +44,31 @@ class Gateway:
     auth: Authenticator
     upstream_key: UpstreamKey | None
 
-    def policy_context(self, call_id: str, *, endpoint: str = "messages") -> PolicyContext:
-        """A fresh context for one run of the chain (one request, one batch entry, one result).
+    def policy_context(
+        self, call: Call, *, endpoint: str = "messages", kept: bool = True
+    ) -> PolicyContext:
+        """A fresh context for one run of the chain (one request, one batch entry, one result),
+        kept on the call so its actions reach the call's log line (unless `kept` is False:
+        the caller then keeps it once it holds actions).
 
         Not streaming: the Messages route says so once it has parsed the body.
         """
         key = self.upstream_key
-        return PolicyContext(
+        ctx = PolicyContext(
             endpoint=endpoint,
             stream=False,
-            call_id=call_id,
+            call_id=call.call_id,
             upstream_api_key=None if key is None else key.get,
         )
+        if kept:
+            call.contexts.append(ctx)
+        return ctx
+
+    async def chain(self, call: Call) -> PolicyChain:
+        """The chain in force, its version noted on the call; a 500 when none ever loaded."""
+        loaded = await self.policies.loaded()
+        call.chain_version = loaded.version
+        return loaded.chain
 
     async def warm(self) -> None:
         """Make the AWS reads a first call would otherwise make, so that init pays for them.
@@ -104,17 +117,22 @@ class GatewayEndpoint:
                 scope["method"],
                 path_for_spans(scope["headers"], scope["path"]),
                 _route(scope),
+                call.call_id,
             ) as trace,
             call_context(
                 call_id=call.call_id, correlation_id=invocation.url_request_id or call.call_id
             ),
         ):
+            call.trace_id = trace.trace_id
             try:
                 await self._handle(call, receive, header)
             except GatewayError as exc:
                 await call.respond(exc.status, exc.to_bytes())
             finally:
                 trace.status = call.status
+                if call.chain_version is None:
+                    # A route no policy judges still names the chain in force.
+                    call.chain_version = self._gateway.policies.version
                 _finish(call)
 
     async def _handle(self, call: Call, receive: Receive, header: HeaderLookup) -> None:
@@ -246,7 +264,10 @@ def upstream_path(call: Call) -> str:
 def _finish(call: Call) -> None:
     elapsed_ms = (time.perf_counter() - call.started) * 1000
     metrics.count(names.METRIC_REQUESTS)
+    if call.status >= 500:
+        metrics.count(names.METRIC_RESPONSES_5XX)
     metrics.milliseconds(names.METRIC_LATENCY, elapsed_ms)
+    audited = audit.call_fields(call)
     metrics.flush()
     logger.info(
         "call finished",
@@ -260,6 +281,7 @@ def _finish(call: Call) -> None:
             "caller": call.caller,
             "upstream_request_id": call.upstream_request_id,
             "latency_ms": round(elapsed_ms, 2),
+            **audited,
         },
     )
 

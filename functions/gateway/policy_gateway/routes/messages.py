@@ -21,6 +21,7 @@ from .body import dump_json, parse_object
 from .endpoint import GatewayEndpoint
 from .refusal import policy_error
 from .stream_relay import UNREADABLE, StreamRelay, watched
+from .usage import add_body_usage, add_message_usage
 
 # Bodies above this are parsed on the worker loop even when no request hook runs:
 # parsing a few megabytes of tiny objects takes a few hundred milliseconds.
@@ -31,8 +32,8 @@ class MessagesEndpoint(GatewayEndpoint):
     async def _proxy(self, call: Call) -> None:
         """Parse, run the chain, reach the upstream (with the fallback), relay the answer."""
         gateway = self._gateway
-        chain = await gateway.policies.chain()
-        ctx = gateway.policy_context(call.call_id, endpoint=self._endpoint)
+        chain = await gateway.chain(call)
+        ctx = gateway.policy_context(call, endpoint=self._endpoint)
         prepare = _prepare(call.original, chain, ctx)
         try:
             if chain.has_request_hooks or len(call.original) > OFFLOAD_BODY_BYTES:
@@ -40,7 +41,7 @@ class MessagesEndpoint(GatewayEndpoint):
             else:
                 prepared = await prepare
         except (PolicyViolation, PolicyFailure) as exc:
-            raise policy_error(exc) from None
+            raise policy_error(exc, ctx) from None
         call.stream = prepared.ctx.stream
         sending = gateway.fallback.send(call, prepared, self._send)
         reached = await self._reach(call, sending, read=not call.stream)
@@ -71,6 +72,7 @@ async def _prepare(original: bytes, chain: PolicyChain, ctx: PolicyContext) -> P
 async def _relay_json(
     upstream: UpstreamResponse, body: bytes, chain: PolicyChain, ctx: PolicyContext, call: Call
 ) -> None:
+    usage_owed = ctx.endpoint == "messages" and upstream.status == 200
     if watched(chain) and ctx.endpoint == "messages":
         try:
             response = json.loads(body)
@@ -79,10 +81,17 @@ async def _relay_json(
         if not isinstance(response, dict):
             # What the response policies cannot read must not reach the client unseen.
             raise GatewayError(*UNREADABLE)
+        if usage_owed:
+            # The upstream's usage, before any policy could change the answer.
+            add_message_usage(call.usage, response)
+            usage_owed = False
         if chain.has_response_hooks:
             try:
                 await chain.apply_response(response, ctx)
             except (PolicyViolation, PolicyFailure) as exc:
-                raise policy_error(exc) from None
+                raise policy_error(exc, ctx) from None
             body = dump_json(response)
     await call.respond(upstream.status, body, upstream.headers)
+    if usage_owed:
+        # Parsed after the answer went out, so the client never waits for it.
+        add_body_usage(call.usage, body)

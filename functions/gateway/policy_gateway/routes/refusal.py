@@ -1,8 +1,12 @@
-"""A policy's refusal, or its failure, as the error the client gets: translated here only."""
+"""A policy's refusal, or its failure, as the error the client gets: translated here only.
+
+A refusal is recorded here, once, on the context the refusing chain ran with
+(`refuse`, naming the policy), so it reaches the call's `policy_actions`.
+"""
 
 from __future__ import annotations
 
-from gateway_policies import PolicyFailure, PolicyViolation
+from gateway_policies import PolicyAction, PolicyContext, PolicyFailure, PolicyViolation
 
 from .. import names
 from ..errors import GatewayError
@@ -10,9 +14,13 @@ from ..observability import metrics
 from ..observability.logs import logger
 
 
-def policy_error(exc: PolicyViolation | PolicyFailure) -> GatewayError:
+def policy_error(exc: PolicyViolation | PolicyFailure, ctx: PolicyContext) -> GatewayError:
     if isinstance(exc, PolicyViolation):
-        metrics.count(names.METRIC_POLICY_BLOCKS)
+        metrics.count(names.METRIC_POLICY_REFUSALS)
+        details = {"status": exc.status, "error_type": exc.error_type}
+        ctx.actions.append(
+            PolicyAction(exc.policy or "<chain>", "refuse", details, shadow=ctx.shadow)
+        )
         return GatewayError(exc.status, exc.message, exc.error_type)
     if isinstance(exc.__cause__, RecursionError):
         # The policy walked a body nested deeper than Python's stack allows: the

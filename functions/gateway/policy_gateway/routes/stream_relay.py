@@ -32,6 +32,7 @@ from ..upstream.client import UpstreamResponse
 from ..upstream.errors import UpstreamUnavailable
 from .chunks import coalesced
 from .refusal import policy_error
+from .usage import USAGE_EVENTS, StreamUsage
 
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -71,6 +72,7 @@ class StreamRelay:
         self.ended = False
         """Whether the upstream sent an event that may end its stream."""
         self.decoder = SSEDecoder()
+        self.usage = StreamUsage()
 
     async def run(self) -> None:
         upstream = self.upstream
@@ -84,7 +86,7 @@ class StreamRelay:
                 try:
                     await self._pump()
                 except (PolicyViolation, PolicyFailure) as exc:
-                    failure = policy_error(exc)
+                    failure = policy_error(exc, self.ctx)
                 except GatewayError as exc:
                     logger.warning("upstream stream refused", extra={"reason": exc.message})
                     failure = exc
@@ -107,6 +109,7 @@ class StreamRelay:
         finally:
             await upstream.close()
             upstream.span.end()
+            self.usage.report(self.call.usage)
         if failure is not None:
             await self._fail(failure)
         if self.committed:
@@ -138,6 +141,8 @@ class StreamRelay:
                 raise GatewayError(*MISLABELLED)
             if kind in _ENDINGS:
                 self.ended = True
+            elif kind in USAGE_EVENTS:
+                self.usage.see(event, kind)
         await self._emit(events)
 
     async def _emit(self, events: list[StreamEvent]) -> None:

@@ -44,9 +44,11 @@ class CapMaxTokens(Policy[CapMaxTokensOptions]):
         if current <= ceiling:
             return
         request["max_tokens"] = ceiling
+        ctx.record(self, "cap", field="max_tokens", limit=ceiling)
         thinking = request.get("thinking")
         if not isinstance(thinking, dict):
             return
         budget = json_number(thinking.get("budget_tokens"))
         if budget is not None and budget >= ceiling and ceiling - 1 >= MIN_THINKING_BUDGET:
             thinking["budget_tokens"] = ceiling - 1
+            ctx.record(self, "cap", field="thinking.budget_tokens", limit=ceiling - 1)

@@ -24,3 +24,4 @@ class InjectSystemPrompt(Policy[InjectSystemPromptOptions]):
             request["system"] = f"{text}\n\n{system}"
         else:
             request["system"] = text
+        ctx.record(self, "inject", field="system")

@@ -101,14 +101,21 @@ def _redactor(kind: str) -> Callable[[re.Match[str]], str]:
 class RedactSecrets(TextRewriter[RedactSecretsOptions]):
     name = "redact_secrets"
     bypassable = False
+    action = "redact"
 
     def setup(self) -> None:
         wanted = set(self.options.kinds or PATTERNS)
         self._patterns = [
-            (pattern, _redactor(kind)) for kind, pattern in PATTERNS.items() if kind in wanted
+            (kind, pattern, _redactor(kind)) for kind, pattern in PATTERNS.items() if kind in wanted
         ]
 
     def rewrite(self, text: str) -> str:
-        for pattern, replace in self._patterns:
-            text = pattern.sub(replace, text)
-        return text
+        return self.rewrite_counted(text)[0]
+
+    def rewrite_counted(self, text: str) -> tuple[str, dict[str, int]]:
+        counts: dict[str, int] = {}
+        for kind, pattern, replace in self._patterns:
+            text, found = pattern.subn(replace, text)
+            if found:
+                counts[kind] = found
+        return text, counts

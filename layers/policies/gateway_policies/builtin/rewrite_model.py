@@ -23,3 +23,4 @@ class RewriteModel(Policy[RewriteModelOptions]):
         model = request.get("model")
         if isinstance(model, str) and model in self.options.map:
             request["model"] = self.options.map[model]
+            ctx.record(self, "rewrite", field="model", **{"from": model, "to": request["model"]})

@@ -28,7 +28,12 @@ class StringReplace(TextRewriter[StringReplaceOptions]):
         self.rewrites_responses = self.options.apply_to in ("response", "both")
 
     def rewrite(self, text: str) -> str:
+        return self.rewrite_counted(text)[0]
+
+    def rewrite_counted(self, text: str) -> tuple[str, dict[str, int]]:
+        count = 0
         for old, new in self.options.replacements:
-            if old:
+            if old and old in text:
+                count += text.count(old)
                 text = text.replace(old, new)
-        return text
+        return text, ({"": count} if count else {})

@@ -66,6 +66,8 @@ class StripTools(Policy[StripToolsOptions]):
             return
         kept = [t for index, t in enumerate(tools) if index not in removed]
         names = listed | {tools[index].get("name") for index in removed}
+        stripped = sorted({str(tools[index].get("name")) for index in removed})
+        ctx.record(self, "strip", tools=stripped)
         if not kept:
             if _has_tool_blocks(request):
                 # The API refuses a conversation holding tool_use/tool_result

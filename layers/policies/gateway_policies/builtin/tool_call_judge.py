@@ -157,8 +157,11 @@ class ToolCallJudge(ToolCallGate[ToolCallJudgeOptions]):
                     "input_chars": len(canonical_input(tool_input)),
                 },
             )
+            ctx.record(self, "judge", tool=tool, verdict="error")
             return "the safety judge could not assess it, so it was blocked (fail-secure)"
-        if risk < self.options.threshold:
+        verdict = "allow" if risk < self.options.threshold else "block"
+        ctx.record(self, "judge", tool=tool, verdict=verdict, risk=risk)
+        if verdict == "allow":
             return None
         rated = f"the safety judge rated its risk {risk:g} (threshold {self.options.threshold:g})"
         return f"{rated}: {reason}" if reason else rated

@@ -137,7 +137,9 @@ def _snapshot(document: JSONObject, location: Location) -> str | None:
 async def _guard(policy: Policy[Any], hook: str) -> AsyncIterator[None]:
     try:
         yield
-    except PolicyViolation:
+    except PolicyViolation as exc:
+        if exc.policy is None:
+            exc.policy = policy.label
         raise
     except Exception as exc:
         raise PolicyFailure(policy.label, hook) from exc
