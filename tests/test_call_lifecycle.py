@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
 import pytest
@@ -12,6 +13,7 @@ from .support.client import policy_chain, request_body
 from .support.clock import eventually
 from .support.fake_upstream import FakeUpstream, Reply, message, text_events
 from .support.gateway import GatewayFactory
+from .support.policies import BUSY_RELEASED, BUSY_STARTED
 
 
 def chain(policy: str, **options: object) -> str:
@@ -164,3 +166,21 @@ def test_healthz_fails_when_the_gateway_could_not_be_built(make_gateway: Gateway
     response = httpx2.post(f"{url}/v1/messages", json=request_body())
     assert response.status_code == 500
     assert response.json()["error"]["type"] == "api_error"
+
+
+def test_a_cpu_bound_request_hook_never_stalls_other_calls(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(policy_config=chain("tests.support.policies:BusyUntilReleased"))
+    BUSY_STARTED.clear()
+    BUSY_RELEASED.clear()
+    with ThreadPoolExecutor(1) as pool:
+        busy = pool.submit(httpx2.post, f"{url}/v1/messages", json=request_body(), timeout=60)
+        assert BUSY_STARTED.wait(30)
+        try:
+            # The hook spins on the policy worker's loop; the serving loop still answers.
+            assert httpx2.get(f"{url}/healthz", timeout=10).status_code == 200
+            assert not busy.done()
+        finally:
+            BUSY_RELEASED.set()
+        assert busy.result().status_code == 200

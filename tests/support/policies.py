@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 from gateway_policies import (
     JSONObject,
@@ -94,3 +95,17 @@ class SwallowStream(Policy):
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
         return []
+
+
+BUSY_RELEASED = threading.Event()
+BUSY_STARTED = threading.Event()
+
+
+class BusyUntilReleased(Policy):
+    """A request hook that holds the CPU (no await, no sleep) until the test releases it."""
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        BUSY_STARTED.set()
+        spins = 0
+        while not BUSY_RELEASED.is_set() and spins < 50_000_000:
+            spins += 1
