@@ -45,3 +45,18 @@ ATTRIBUTE_UPSTREAM_REQUEST_ID = "upstream_request_id"
 LABEL_POLICY = "policy"
 LABEL_FALLBACK = "passthrough-fallback"
 LABEL_PASSTHROUGH = "passthrough"
+
+# The retry ladder (issue 26). `PolicyRepairs` is the one metric with the
+# dimension set [service, policy]: which policy's changes keep needing repairs.
+METRIC_POLICY_REPAIRS = "PolicyRepairs"
+METRICS_POLICY_DIMENSION = "policy"
+# On the span of the attempt a repair answers (or a span of its own before the
+# first attempt): the policy whose change was repaired.
+ANNOTATION_POLICY_REPAIR = "policy_repair"
+# On the failed attempt's span and the fallback's WARNING and EMF line: `full`
+# (the original as it arrived) or `narrow` (the non-bypassable policies re-applied).
+ANNOTATION_FALLBACK_SCOPE = "fallback_scope"
+FALLBACK_SCOPE_FULL = "full"
+FALLBACK_SCOPE_NARROW = "narrow"
+# The span label of the attempt that sends a repaired request.
+LABEL_REPAIR = "repair"
