@@ -522,6 +522,15 @@ def test_alarm_topic_and_subscription_only_with_an_email() -> None:
     assert _ref(subscription["Properties"]["Endpoint"]) == "AlarmEmail"
 
 
+SEARCH = (
+    r"SEARCH\('\{(?P<schema>[^}]*)\} MetricName=\"(?P<name>\w+)\" "
+    r"service=\"(?P<service>[^\"]*)\"', '(?P<stat>\w+)', \d+\)"
+)
+# The dimension set of the metrics counted per policy (`metrics.count_for_policy`),
+# as a search schema names it (sorted).
+PER_POLICY = ",".join(sorted([names.METRICS_POLICY_DIMENSION, names.METRICS_SERVICE_DIMENSION]))
+
+
 def test_dashboard_charts_every_metric_with_the_emitted_dimension() -> None:
     stack = Stack(TEMPLATE_JSON, names.SERVICE_NAME)
     dashboard = json.loads(stack.resources()["Dashboard"]["Properties"]["DashboardBody"])
@@ -529,6 +538,14 @@ def test_dashboard_charts_every_metric_with_the_emitted_dimension() -> None:
     for widget in dashboard["widgets"]:
         properties = widget["properties"]
         for metric in properties.get("metrics", []):
+            if isinstance(metric[0], dict):
+                # A per-policy metric, one series per policy: a search over its dimensions.
+                search = re.fullmatch(SEARCH, metric[0].get("expression", ""))
+                assert search is not None, metric
+                assert search["schema"] == f"{names.METRICS_NAMESPACE},{PER_POLICY}", metric
+                assert search["service"] == names.SERVICE_NAME, metric
+                charted.setdefault(search["name"], set()).add(search["stat"])
+                continue
             if metric[0] != names.METRICS_NAMESPACE:
                 continue
             name = metric[1]
