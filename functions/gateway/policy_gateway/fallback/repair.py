@@ -65,17 +65,23 @@ class _Break:
     """Where the change that broke it is, to name the policy that made it."""
 
 
-def _text_blocks(request: JSONObject) -> list[tuple[Location, Any]]:
-    found: list[tuple[Location, Any]] = []
-    system = request.get("system")
-    if isinstance(system, list):
-        found.extend((("system", i), block) for i, block in enumerate(system))
+def _empty_text_blocks(request: JSONObject) -> list[Location]:
+    """Every text block holding "" (system or messages); a location is made only for those."""
+    found: list[Location] = []
+    containers: list[tuple[Location, Any]] = [(("system",), request.get("system"))]
     messages = request.get("messages")
     if isinstance(messages, list):
-        for m, message in enumerate(messages):
-            content = message.get("content") if isinstance(message, dict) else None
-            if isinstance(content, list):
-                found.extend((("messages", m, "content", i), b) for i, b in enumerate(content))
+        containers.extend(
+            (("messages", m, "content"), message.get("content"))
+            for m, message in enumerate(messages)
+            if isinstance(message, dict)
+        )
+    for location, blocks in containers:
+        if not isinstance(blocks, list):
+            continue
+        for index, block in enumerate(blocks):
+            if isinstance(block, dict) and block.get("text") == "" and block.get("type") == "text":
+                found.append((*location, index))
     return found
 
 
@@ -99,8 +105,7 @@ def _candidates(request: JSONObject) -> list[_Break]:
     """The rules `request` breaks, whoever broke them: a scan, no copy, no parse."""
     found = [
         _Break(RULE_EMPTY_TEXT, location, ((*location, "text"),))
-        for location, block in _text_blocks(request)
-        if isinstance(block, dict) and block.get("type") == "text" and block.get("text") == ""
+        for location in _empty_text_blocks(request)
     ]
     choice = request.get("tool_choice")
     if (
