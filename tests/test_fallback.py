@@ -452,7 +452,10 @@ ROTATING = json.dumps(
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_rewrite_model_moves_to_its_next_target_on_a_404(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, stream: bool
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    gateway_stdout: GatewayStdout,
+    stream: bool,
 ) -> None:
     chain = {
         "policies": [
@@ -463,6 +466,17 @@ def test_rewrite_model_moves_to_its_next_target_on_a_404(
     url = make_gateway(policy_config=json.dumps(chain))
     assert ask_text(sdk(url), stream=stream).startswith("echo:")
     assert [r.json["model"] for r in upstream.requests] == [RETIRED, "claude-live-2"]
+    output = gateway_stdout.until(lambda text: "PolicyRepairs" in text)
+    (logged,) = [line for line in json_lines(output) if line.get("repair_rule")]
+    assert (logged["repair_policy"], logged["repair_rule"]) == (
+        "rewrite_model",
+        "on_upstream_error",
+    )
+    assert logged["repair_paths"] == ["$.model"]
+    (emf,) = emf_values(json_lines(output), "PolicyRepairs")
+    assert emf["policy"] == "rewrite_model"
+    # The flag is off: a repair needs none, and it is no fallback.
+    assert not emf_values(json_lines(output), "PassthroughFallback")
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])

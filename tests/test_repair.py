@@ -17,7 +17,12 @@ from gateway_policies import (
     load_chain,
 )
 from gateway_policies.base import HOOKS
+from policy_gateway.fallback.ladder import policy_repair
+from policy_gateway.fallback.prepared import PreparedRequest
 from policy_gateway.fallback.repair import before_sending
+from policy_gateway.observability import tracing
+from policy_gateway.routes.body import dump_json
+from policy_gateway.upstream.errors import UpstreamStatusError
 
 from .support.fake_upstream import MODEL
 
@@ -206,3 +211,30 @@ def test_rewrite_model_repairs_only_its_own_choice_and_only_on_a_404() -> None:
     asyncio.run(chain.apply_request(direct, ctx))
     assert asyncio.run(chain.repair(direct, NOT_FOUND, ctx)) == []
     assert direct == {"model": "claude-a"}
+
+
+class BrokenRepair(Policy):
+    name = "broken_repair"
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        request["model"] = "claude-retired-1"
+
+    async def on_upstream_error(
+        self, request: JSONObject, error: UpstreamErrorInfo, ctx: PolicyContext
+    ) -> bool:
+        request["model"] = "half-changed"
+        raise RuntimeError("a bug in the hook")
+
+
+def test_a_repair_hook_that_fails_repairs_nothing() -> None:
+    original = json.dumps({"model": MODEL, "max_tokens": 64, "messages": user("hi")}).encode()
+    chain = PolicyChain([BrokenRepair()])
+    ctx = context()
+    request = json.loads(original)
+    asyncio.run(chain.apply_request(request, ctx))
+    prepared = PreparedRequest(original, dump_json(request), request, chain, ctx, dump_json)
+    body = b'{"type":"error","error":{"type":"not_found_error","message":"model: x"}}'
+    error = UpstreamStatusError(404, body, [], tracing.start_span("test"), None)
+    assert asyncio.run(policy_repair(error, prepared)) is None
+    assert prepared.modified == {**request, "model": "claude-retired-1"}
+    assert json.loads(prepared.sent)["model"] == "claude-retired-1"
