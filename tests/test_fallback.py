@@ -521,3 +521,23 @@ def test_repairs_spend_the_callers_budget_like_fallbacks(
         RETIRED,
         "claude-retired-2",
     ]
+
+
+def test_the_narrow_fallback_keeps_the_structural_repair_of_a_kept_change(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    upstream.rules = lambda body: only_live_models(body) or no_empty_text(body)
+    chain = {
+        "policies": [
+            {"policy": "tests.support.policies:BlankClassified"},
+            {"policy": "rewrite_model", "options": {"map": {MODEL: RETIRED}}},
+        ]
+    }
+    url = make_gateway(policy_config=json.dumps(chain))
+    assert ask_blocks(url, ["hello", "the classified plan"], stream=False) == "echo: hello"
+    first, fallback = upstream.requests
+    assert [first.json["model"], fallback.json["model"]] == [RETIRED, MODEL]
+    for sent in (first, fallback):
+        assert sent.json["messages"][0]["content"] == [{"type": "text", "text": "hello"}]
+        assert "classified" not in sent.body.decode()

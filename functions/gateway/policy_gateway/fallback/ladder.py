@@ -17,7 +17,7 @@ from .. import names
 from ..observability.logs import logger
 from ..upstream.errors import UpstreamStatusError
 from .prepared import PreparedRequest
-from .repair import RULE_POLICY_HOOK, Repair
+from .repair import RULE_POLICY_HOOK, Repair, structural
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,8 @@ class FallbackRequest:
     scope: str
     bypassed: list[str]
     kept: list[str]
+    repairs: list[Repair]
+    """Structural repairs of the narrow request (a kept policy's change breaking a rule)."""
 
 
 async def policy_repair(error: UpstreamStatusError, prepared: PreparedRequest) -> Repaired | None:
@@ -70,11 +72,14 @@ async def fallback_request(prepared: PreparedRequest) -> FallbackRequest | None:
         if not await prepared.differs():
             return None
         return FallbackRequest(
-            prepared.original, names.FALLBACK_SCOPE_FULL, chain.bypassed, chain.kept
+            prepared.original, names.FALLBACK_SCOPE_FULL, chain.bypassed, chain.kept, []
         )
     narrow = json.loads(prepared.original)
     try:
         await chain.apply_kept(narrow, prepared.ctx.replay())
+        # A kept policy's change may break a rule as it did on the first
+        # attempt, whose repair must hold for the fallback too.
+        repairs = await structural(prepared.original, narrow, chain, prepared.ctx)
     except (PolicyFailure, PolicyViolation) as exc:
         # They passed on this very request moments ago; a hook that is not
         # deterministic must not be what a fallback sends.
@@ -90,7 +95,7 @@ async def fallback_request(prepared: PreparedRequest) -> FallbackRequest | None:
         )
         return None
     return FallbackRequest(
-        prepared.dump(narrow), names.FALLBACK_SCOPE_NARROW, chain.bypassed, chain.kept
+        prepared.dump(narrow), names.FALLBACK_SCOPE_NARROW, chain.bypassed, chain.kept, repairs
     )
 
 

@@ -170,6 +170,21 @@ async def before_sending(
     original: bytes, request: JSONObject, chain: PolicyChain, ctx: PolicyContext
 ) -> list[Repair]:
     """Make the structural repairs `request` (what the chain made) needs, and record them."""
+    repairs = await structural(original, request, chain, ctx)
+    if repairs:
+        span = tracing.start_span("policy repair")
+        try:
+            for repair in repairs:
+                record(repair, ctx, chain, span)
+        finally:
+            span.end()
+    return repairs
+
+
+async def structural(
+    original: bytes, request: JSONObject, chain: PolicyChain, ctx: PolicyContext
+) -> list[Repair]:
+    """Make the structural repairs `request` needs, in place; record nothing."""
     candidates = _candidates(request)
     if not candidates:
         return []
@@ -193,12 +208,6 @@ async def before_sending(
             continue
         repairs.append(Repair(policy, b.rule, [format_path(b.location)]))
     _drop_blocks(request, emptied)
-    span = tracing.start_span("policy repair")
-    try:
-        for repair in repairs:
-            record(repair, ctx, chain, span)
-    finally:
-        span.end()
     return repairs
 
 

@@ -176,6 +176,8 @@ async def record(
     metrics.metadata(names.ANNOTATION_FALLBACK_SCOPE, retry.scope)
     metrics.flush()
     ctx = prepared.ctx
+    for made in retry.repairs:
+        repair.record(made, ctx, prepared.chain, error.span)
     details: dict[str, Any] = {}
     try:
         error.span.annotate(names.ANNOTATION_FALLBACK, True)
