@@ -218,10 +218,11 @@ class Policy(Generic[OptionsT]):
     keeps it off the gateway's cold path. Work that depends on the options alone
     (compiling patterns, say) goes in `setup`, which runs once per chain load.
 
-    `bypassable` says whether the passthrough fallback may resend the original
-    request when this policy's changes made the upstream reject it. A policy
-    whose changes protect something (redaction, say) sets it to False; then
-    the fallback never fires while the policy is in the chain.
+    `bypassable` says whether the passthrough fallback may drop this policy's
+    request changes when the chain's changes made the upstream reject a request.
+    A policy whose changes protect something (redaction, say) sets it to False;
+    then every fallback keeps its change: the original is resent with the
+    request hooks of such policies run on it again (the narrow fallback).
     """
 
     name: ClassVar[str] = ""

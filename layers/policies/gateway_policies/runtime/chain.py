@@ -44,11 +44,6 @@ class PolicyChain:
         return bool(self._stream)
 
     @property
-    def bypassable(self) -> bool:
-        """The fallback may resend the original only if every policy allows it."""
-        return all(p.bypassable for p in self.policies)
-
-    @property
     def non_bypassable(self) -> list[str]:
         return [p.label for p in self.policies if not p.bypassable]
 
