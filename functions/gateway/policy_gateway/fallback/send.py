@@ -122,7 +122,7 @@ class Fallback:
         ):
             return False
         repaired = await offload.run(policy_repair(error, prepared))
-        if repaired is None or not await self.budget.allows(call.caller, rung="repair"):
+        if repaired is None or not await self.budget.allows(call.caller, rung="policy repair"):
             return False
         for made in repaired.repairs:
             repair.record(made, prepared.ctx, prepared.chain, error.span)
