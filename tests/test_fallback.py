@@ -409,6 +409,15 @@ def test_an_emptied_text_block_is_repaired_before_sending(
     assert logged["repair_rule"] == "empty_text_block"
     assert logged["repair_paths"] == ["$.messages[0].content[1]"]
     assert not emf_values(json_lines(output), "PassthroughFallback")
+    # The repair is one of the call's policy actions, after the change it repaired.
+    (line,) = gateway_stdout.call_lines(1)
+    assert [a["action"] for a in line["policy_actions"]] == ["rewrite", "repair"]
+    assert line["policy_actions"][-1] == {
+        "policy": "string_replace",
+        "action": "repair",
+        "rule": "empty_text_block",
+        "paths": ["$.messages[0].content[1]"],
+    }
 
 
 def test_a_message_left_empty_gets_a_block_naming_the_policy(
@@ -475,6 +484,23 @@ def test_rewrite_model_moves_to_its_next_target_on_a_404(
     assert logged["repair_paths"] == ["$.model"]
     (emf,) = emf_values(json_lines(output), "PolicyRepairs")
     assert emf["policy"] == "rewrite_model"
+    assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "policy"]]
+    (line,) = gateway_stdout.call_lines(1)
+    assert line["policy_actions"] == [
+        {
+            "policy": "rewrite_model",
+            "action": "rewrite",
+            "field": "model",
+            "from": MODEL,
+            "to": RETIRED,
+        },
+        {
+            "policy": "rewrite_model",
+            "action": "repair",
+            "rule": "on_upstream_error",
+            "paths": ["$.model"],
+        },
+    ]
     # The flag is off: a repair needs none, and it is no fallback.
     assert not emf_values(json_lines(output), "PassthroughFallback")
 
