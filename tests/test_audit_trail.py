@@ -40,11 +40,6 @@ PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 TTL = 0.5
 
 
-def call_lines(stdout: GatewayStdout, count: int) -> list[dict[str, Any]]:
-    stdout.until(lambda text: text.count('"call finished"') >= count)
-    return [line for line in stdout.lines() if line.get("message") == "call finished"]
-
-
 def counted(stdout: GatewayStdout, metric: str, **dimensions: str) -> float:
     """The sum of `metric` over the EMF documents whose dimensions are exactly `dimensions`
     (plus service), once at least one was printed."""
@@ -97,7 +92,7 @@ def test_a_blocked_tool_call_is_on_the_call_line_and_counted(
     upstream.script(tool_reply(streaming, "bash", {"command": "rm -rf /"}))
     reply = ask(sdk(url), streaming)
     assert [block.type for block in reply.content] == ["text", "text"]
-    (line,) = call_lines(gateway_stdout, 1)
+    (line,) = gateway_stdout.call_lines(1)
     assert line["policy_actions"] == [
         {"policy": "block_tool_calls", "action": "block", "tool": "bash"}
     ]
@@ -122,7 +117,7 @@ def test_a_redaction_and_a_cap_are_recorded_with_kinds_and_counts_never_the_secr
     url = make_gateway(policy_config=chain)
     text = f"keys {SECRET} and {SECRET}, mail ops@example.com"
     ask(sdk(url), streaming, max_tokens=4000, messages=[{"role": "user", "content": text}])
-    (line,) = call_lines(gateway_stdout, 1)
+    (line,) = gateway_stdout.call_lines(1)
     assert line["policy_actions"] == [
         {
             "policy": "redact_secrets",
@@ -162,7 +157,7 @@ def test_a_refusal_is_recorded_once_naming_the_policy(
         f"{url}/v1/messages", json=request_body(max_tokens="lots"), headers=HEADERS
     )
     assert refused.status_code == 400
-    (line,) = call_lines(gateway_stdout, 1)
+    (line,) = gateway_stdout.call_lines(1)
     assert line["policy_actions"] == [
         {
             "policy": "cap_max_tokens",
@@ -180,7 +175,7 @@ def test_a_call_without_actions_writes_no_dimensioned_metric(
 ) -> None:
     url = make_gateway(policy_config=BLOCK_BASH)
     assert httpx2.post(f"{url}/v1/messages", json=request_body(), headers=HEADERS).is_success
-    (line,) = call_lines(gateway_stdout, 1)
+    (line,) = gateway_stdout.call_lines(1)
     assert line["policy_actions"] == []
     assert not any(names.METRIC_POLICY_ACTIONS in doc for doc in gateway_stdout.lines())
 
@@ -194,7 +189,7 @@ def test_json_usage_is_on_the_call_line_and_counted_by_model(
     url = make_gateway()
     upstream.script(Reply(body=message("hi", model="claude-answering-1") | {"usage": USAGE}))
     assert httpx2.post(f"{url}/v1/messages", json=request_body(), headers=HEADERS).is_success
-    (line,) = call_lines(gateway_stdout, 1)
+    (line,) = gateway_stdout.call_lines(1)
     assert {key: line[key] for key in ("model", *USAGE)} == {"model": "claude-answering-1", **USAGE}
     by_model = {"model": "claude-answering-1"}
     assert counted(gateway_stdout, names.METRIC_INPUT_TOKENS, **by_model) == 1234
@@ -216,7 +211,7 @@ def test_stream_usage_is_message_start_and_the_last_message_delta(
     upstream.script(usage_stream())
     response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=True), headers=HEADERS)
     assert response.status_code == 200
-    (line,) = call_lines(gateway_stdout, 1)
+    (line,) = gateway_stdout.call_lines(1)
     assert {key: line[key] for key in ("model", *USAGE)} == {"model": "claude-streaming-1", **USAGE}
 
 
@@ -227,7 +222,7 @@ def test_a_stream_cut_short_reports_what_it_saw(
     upstream.script(usage_stream(cut_after=4))
     response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=True), headers=HEADERS)
     assert "event: error" in response.text
-    (line,) = call_lines(gateway_stdout, 1)
+    (line,) = gateway_stdout.call_lines(1)
     assert line["model"] == "claude-streaming-1"
     assert line["input_tokens"] == 1234
     assert line["output_tokens"] == 1
@@ -248,7 +243,7 @@ def test_batch_results_sum_the_succeeded_entries_usage(
     )
     results = httpx2.get(f"{url}/v1/messages/batches/msgbatch_fake_0001/results", headers=HEADERS)
     assert results.status_code == 200
-    line = call_lines(gateway_stdout, 2)[-1]
+    line = gateway_stdout.call_lines(2)[-1]
     assert line["endpoint"] == "batch_results"
     assert (line["model"], line["input_tokens"], line["output_tokens"]) == (MODEL, 1240, 60)
     assert line["cache_read_input_tokens"] == 910
@@ -268,7 +263,7 @@ def test_a_thousand_client_model_strings_make_a_bounded_model_dimension(
         for number in range(1000):
             body = request_body(model=f"claude-made-up-{number}")
             assert client.post(f"{url}/v1/messages", json=body).is_success
-    call_lines(gateway_stdout, 1000)
+    gateway_stdout.call_lines(1000)
     models = {
         line["model"]
         for line in gateway_stdout.lines()
@@ -310,7 +305,7 @@ def test_a_live_chain_change_logs_one_load_and_the_next_call_carries_its_version
     second_version = version_of(second, put(second))
     clock.advance(TTL + 0.1)
     ask(client, True)
-    lines = call_lines(gateway_stdout, 3)
+    lines = gateway_stdout.call_lines(3)
     assert [line["chain_version"] for line in lines] == [
         first_version,
         first_version,
@@ -344,7 +339,7 @@ def test_a_bad_chain_logs_the_last_good_one_kept(
     ssm.put_parameter(Name=PARAMETER, Value="{not json", Type="String", Overwrite=True)
     clock.advance(TTL + 0.1)
     ask(client, False)
-    assert [line["chain_version"] for line in call_lines(gateway_stdout, 2)] == [good_version] * 2
+    assert [line["chain_version"] for line in gateway_stdout.call_lines(2)] == [good_version] * 2
     loads = [
         (line["chain_version"], line["kept_last_good"])
         for line in gateway_stdout.lines()
@@ -360,7 +355,7 @@ def test_an_inline_chain_is_versioned_by_its_hash_on_every_route(
     inline = f"inline:{hashlib.sha256(BLOCK_BASH.encode()).hexdigest()[:8]}"
     assert httpx2.post(f"{url}/v1/messages", json=request_body(), headers=HEADERS).is_success
     assert httpx2.get(f"{url}/v1/models", headers=HEADERS).is_success
-    assert [line["chain_version"] for line in call_lines(gateway_stdout, 2)] == [inline, inline]
+    assert [line["chain_version"] for line in gateway_stdout.call_lines(2)] == [inline, inline]
 
 
 # ------------------------------------------------------------------ shadow actions

@@ -513,6 +513,28 @@ def test_the_insight_rule_counts_fallback_and_denied_lines(
     assert [line[key.removeprefix("$.")] for line in counted] == [key_caller(CALLER_A.encode())] * 2
 
 
+def test_the_insight_rule_counts_a_repair_the_budget_denied(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, gateway_stdout: GatewayStdout
+) -> None:
+    rule = insight_rule_body()
+    chain = {
+        "policies": [
+            {
+                "policy": "rewrite_model",
+                "options": {"map": {MODEL: ["claude-retired-1", "claude-retired-2"]}},
+            }
+        ]
+    }
+    url = make_gateway(policy_config=json.dumps(chain), fallback_budget=0)
+    upstream.script(Reply.error(404, "not_found_error"))
+    assert call(url, CALLER_A)[0] == 404
+    assert len(upstream.requests) == 1
+    lines = json_lines(gateway_stdout.until(lambda text: '"call finished"' in text))
+    (counted,) = [line for line in lines if counted_by(rule, line)]
+    assert counted["message"].startswith("policy repair denied")
+    assert (counted["reason"], counted["caller"]) == (REASON_BUDGET, key_caller(CALLER_A.encode()))
+
+
 # ------------------------------------------------------------- the two attacks
 
 CONTEXT_LIMIT = 2000  # tokens, at 4 characters a token

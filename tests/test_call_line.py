@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 import httpx2
 import pytest
@@ -15,11 +13,6 @@ from policy_gateway.upstream.errors import UpstreamUnavailable
 from .support.client import HEADERS, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message
 from .support.gateway import GatewayFactory, GatewayStdout
-
-
-def call_lines(stdout: GatewayStdout, count: int) -> list[dict[str, Any]]:
-    stdout.until(lambda text: text.count('"call finished"') >= count)
-    return [line for line in stdout.lines() if line.get("message") == "call finished"]
 
 
 def overloaded() -> Reply:
@@ -53,7 +46,7 @@ def test_batch_and_passthrough_call_lines_carry_the_upstream_request_id(
     batch_url = f"{url}/v1/messages/batches/msgbatch_1"
     assert httpx2.get(batch_url, headers=HEADERS).status_code == 200
     assert httpx2.get(f"{batch_url}/results", headers=HEADERS).status_code == 404
-    lines = call_lines(gateway_stdout, 4)
+    lines = gateway_stdout.call_lines(4)
     assert [(line["endpoint"], line["upstream_request_id"]) for line in lines] == [
         ("models", "req_models"),
         ("batch_create", "req_create"),
@@ -74,7 +67,7 @@ def test_the_call_line_counts_every_try_the_upstream_client_made(
     upstream.script(overloaded(), overloaded(), overloaded())
     response = httpx2.post(f"{url}/v1/messages", json=request_body(stream=stream), headers=HEADERS)
     assert response.status_code == 200
-    (line,) = call_lines(gateway_stdout, 1)
+    (line,) = gateway_stdout.call_lines(1)
     assert len(upstream.requests) == 4
     assert line["attempts"] == 4
     assert line["upstream_request_id"] == "req_fake"

@@ -235,6 +235,17 @@ def test_policy_set_validates_then_writes_and_show_reads(tmp_path: Path, ssm: An
     assert shown["gateway_ttl_seconds"] == settings.DEFAULT_POLICY_CONFIG_TTL
 
 
+# A model the simulator serves, which the chain rewrites to one it does not (a 404).
+RETIRING = "claude-haiku-4-5"
+
+
+def ask_retiring(client: anthropic.Anthropic) -> str:
+    reply = client.messages.create(
+        model=RETIRING, max_tokens=20, messages=[{"role": "user", "content": "TICKET-REF-0042"}]
+    )
+    return "".join(block.text for block in reply.content if block.type == "text")
+
+
 def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) -> None:
     """The README's first command: built-in simulator and embedded SSM."""
     ssm_port = free_port()
@@ -244,8 +255,8 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
             {
                 "policies": [
                     {
-                        "policy": "string_replace",
-                        "options": {"replacements": [["TICKET-REF-0042", ""]]},
+                        "policy": "rewrite_model",
+                        "options": {"map": {RETIRING: "claude-instant-1.2"}},
                     }
                 ]
             }
@@ -269,8 +280,8 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
                 model=MODEL, max_tokens=20, messages=[{"role": "user", "content": "hello"}]
             )
             assert "hello" in reply.content[0].text  # type: ignore[union-attr]
-            with pytest.raises(anthropic.BadRequestError):
-                ask_text(client, text="TICKET-REF-0042")
+            with pytest.raises(anthropic.NotFoundError):
+                ask_retiring(client)
             local_ssm = {
                 "AWS_ENDPOINT_URL_SSM": f"http://127.0.0.1:{ssm_port}",
                 "AWS_REGION": "us-east-1",
@@ -278,7 +289,7 @@ def test_serve_with_first_run_stand_ins_needs_no_aws_and_no_key(tmp_path: Path) 
                 "AWS_SECRET_ACCESS_KEY": "local",
             }
             assert status_of(cli("flag", "on", env=local_ssm))["fallback_enabled"] is True
-            assert "TICKET-REF-0042" in ask_text(client, text="TICKET-REF-0042")
+            assert "TICKET-REF-0042" in ask_retiring(client)
             # The stand-in serves the fallback budget's table too: the fallback was counted.
             local_budget = {
                 **local_ssm,

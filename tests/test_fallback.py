@@ -13,8 +13,9 @@ import pytest
 from .support.client import policy_chain
 from .support.clock import ManualClock
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message, text_events
-from .support.gateway import GatewayFactory
+from .support.gateway import GatewayFactory, GatewayStdout
 from .support.sdk import REPLACE, USER, ask_text, sdk
+from .support.servers import json_lines
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -267,3 +268,302 @@ def test_streaming_connect_time_error_keeps_its_http_status(
     assert caught.value.status_code == 400
     assert caught.value.response.headers["content-type"].startswith("application/json")
     assert caught.value.response.headers["request-id"] == "req_fake_error"
+
+
+# ------------------------------------------------------------- the retry ladder
+
+RETIRED = "claude-retired-1"
+SECRET = "sk-ant-api03-thisisasecretkey0123456789"
+EMPTIED = "secret-project"
+
+
+def only_live_models(body: dict[str, Any]) -> Reply | None:
+    """The API's 404 for a model it no longer serves (every retired one here)."""
+    if str(body.get("model", "")).startswith("claude-retired"):
+        return Reply.error(404, "not_found_error", f"model: {body['model']}")
+    return None
+
+
+def no_empty_text(body: dict[str, Any]) -> Reply | None:
+    """The API's rule that a text block holds text."""
+    blocks = [
+        block
+        for message in body.get("messages", [])
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+    ]
+    if any(block.get("type") == "text" and block.get("text") == "" for block in blocks):
+        return Reply.error(
+            400, "invalid_request_error", "messages: text content blocks must be non-empty"
+        )
+    return None
+
+
+def ask_blocks(url: str, blocks: list[str], stream: bool) -> str:
+    params: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": text} for text in blocks]}
+        ],
+    }
+    client = sdk(url)
+    if stream:
+        with client.messages.stream(**params) as events:
+            return events.get_final_text()
+    reply = client.messages.create(**params)
+    return "".join(block.text for block in reply.content if block.type == "text")
+
+
+def emf_values(lines: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
+    return [line for line in lines if "_aws" in line and metric in line]
+
+
+EMPTYING = json.dumps(
+    {
+        "policies": [
+            {"policy": "string_replace", "options": {"replacements": [[EMPTIED, ""]]}},
+        ]
+    }
+)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_narrow_fallback_keeps_the_redaction_and_drops_the_model_rewrite(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+    stream: bool,
+) -> None:
+    set_flag("true")
+    upstream.rules = only_live_models
+    chain = {
+        "policies": [
+            {"policy": "redact_secrets"},
+            {"policy": "rewrite_model", "options": {"map": {MODEL: RETIRED}}},
+        ]
+    }
+    url = make_gateway(policy_config=json.dumps(chain))
+    text = ask_text(sdk(url), stream=stream, text=f"my key is {SECRET}")
+    assert text.replace(" ", "") == "echo:mykeyis[REDACTED:anthropic_api_key]"
+    assert [r.json["model"] for r in upstream.requests] == [RETIRED, MODEL]
+    assert all(SECRET not in r.body.decode() for r in upstream.requests)
+    assert all("[REDACTED:anthropic_api_key]" in sent_text(r) for r in upstream.requests)
+    output = gateway_stdout.until(lambda text: "passthrough fallback:" in text)
+    (warning,) = [
+        line for line in json_lines(output) if "passthrough fallback:" in line.get("message", "")
+    ]
+    assert warning["fallback_scope"] == "narrow"
+    assert warning["bypassed_policies"] == ["rewrite_model"]
+    assert warning["kept_policies"] == ["redact_secrets"]
+    assert warning["changed_by_policy"]["rewrite_model"] == ["$.model"]
+    (emf,) = emf_values(json_lines(output), "PassthroughFallback")
+    assert emf["fallback_scope"] == "narrow"
+
+
+def test_a_chain_without_non_bypassable_policies_falls_back_in_full(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+) -> None:
+    set_flag("true")
+    url = make_gateway(policy_config=REPLACE)
+    upstream.script(Reply.error(400, "invalid_request_error"))
+    assert ask_text(sdk(url)) == f"echo: {USER}"
+    assert sent_text(upstream.requests[1]) == USER
+    output = gateway_stdout.until(lambda text: "passthrough fallback:" in text)
+    (warning,) = [
+        line for line in json_lines(output) if "passthrough fallback:" in line.get("message", "")
+    ]
+    assert (warning["fallback_scope"], warning["kept_policies"]) == ("full", [])
+    assert warning["bypassed_policies"] == ["string_replace"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("flag", ["false", "true"])
+def test_an_emptied_text_block_is_repaired_before_sending(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+    flag: str,
+    stream: bool,
+) -> None:
+    set_flag(flag)
+    upstream.rules = no_empty_text
+    url = make_gateway(policy_config=EMPTYING)
+    assert ask_blocks(url, ["hello", EMPTIED], stream).replace(" ", "") == "echo:hello"
+    (sent,) = upstream.requests  # no fallback, not even with the flag on: the repair won
+    assert sent.json["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hello"}]}
+    ]
+    assert EMPTIED not in sent.body.decode()
+    output = gateway_stdout.until(lambda text: "PolicyRepairs" in text)
+    (emf,) = emf_values(json_lines(output), "PolicyRepairs")
+    assert (emf["service"], emf["policy"]) == ("policy-gateway", "string_replace")
+    assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "policy"]]
+    (logged,) = [line for line in json_lines(output) if line.get("repair_rule")]
+    assert logged["repair_policy"] == "string_replace"
+    assert logged["repair_rule"] == "empty_text_block"
+    assert logged["repair_paths"] == ["$.messages[0].content[1]"]
+    assert not emf_values(json_lines(output), "PassthroughFallback")
+    # The repair is one of the call's policy actions, after the change it repaired.
+    (line,) = gateway_stdout.call_lines(1)
+    assert [a["action"] for a in line["policy_actions"]] == ["rewrite", "repair"]
+    assert line["policy_actions"][-1] == {
+        "policy": "string_replace",
+        "action": "repair",
+        "rule": "empty_text_block",
+        "paths": ["$.messages[0].content[1]"],
+    }
+
+
+def test_a_message_left_empty_gets_a_block_naming_the_policy(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    upstream.rules = no_empty_text
+    url = make_gateway(policy_config=EMPTYING)
+    ask_blocks(url, [EMPTIED], stream=False)
+    (sent,) = upstream.requests
+    assert sent.json["messages"][0]["content"] == [
+        {"type": "text", "text": "[content removed by policy string_replace]"}
+    ]
+
+
+def test_a_client_sent_empty_text_block_is_the_clients_error(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    upstream.rules = no_empty_text
+    url = make_gateway(policy_config=EMPTYING)
+    with pytest.raises(anthropic.BadRequestError):
+        ask_blocks(url, ["", EMPTIED], stream=False)
+    # Only the client's own empty block is left: the policy's was repaired, and the
+    # fallback resends the original, whose empty block is the client's.
+    first, second = upstream.requests
+    assert first.json["messages"][0]["content"] == [{"type": "text", "text": ""}]
+    assert second.json["messages"][0]["content"][1]["text"] == EMPTIED
+
+
+ROTATING = json.dumps(
+    {
+        "policies": [
+            {
+                "policy": "rewrite_model",
+                "options": {"map": {MODEL: [RETIRED, "claude-retired-2", "claude-live-3"]}},
+            }
+        ]
+    }
+)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_rewrite_model_moves_to_its_next_target_on_a_404(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    gateway_stdout: GatewayStdout,
+    stream: bool,
+) -> None:
+    chain = {
+        "policies": [
+            {"policy": "rewrite_model", "options": {"map": {MODEL: [RETIRED, "claude-live-2"]}}}
+        ]
+    }
+    upstream.rules = only_live_models
+    url = make_gateway(policy_config=json.dumps(chain))
+    assert ask_text(sdk(url), stream=stream).startswith("echo:")
+    assert [r.json["model"] for r in upstream.requests] == [RETIRED, "claude-live-2"]
+    output = gateway_stdout.until(lambda text: "PolicyRepairs" in text)
+    (logged,) = [line for line in json_lines(output) if line.get("repair_rule")]
+    assert (logged["repair_policy"], logged["repair_rule"]) == (
+        "rewrite_model",
+        "on_upstream_error",
+    )
+    assert logged["repair_paths"] == ["$.model"]
+    (emf,) = emf_values(json_lines(output), "PolicyRepairs")
+    assert emf["policy"] == "rewrite_model"
+    assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "policy"]]
+    (line,) = gateway_stdout.call_lines(1)
+    assert line["policy_actions"] == [
+        {
+            "policy": "rewrite_model",
+            "action": "rewrite",
+            "field": "model",
+            "from": MODEL,
+            "to": RETIRED,
+        },
+        {
+            "policy": "rewrite_model",
+            "action": "repair",
+            "rule": "on_upstream_error",
+            "paths": ["$.model"],
+        },
+    ]
+    # The flag is off: a repair needs none, and it is no fallback.
+    assert not emf_values(json_lines(output), "PassthroughFallback")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_no_call_makes_more_than_three_upstream_attempts(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    stream: bool,
+) -> None:
+    set_flag("true")
+    url = make_gateway(policy_config=ROTATING)
+    upstream.script(
+        Reply.error(404, "not_found_error", "first"),
+        Reply.error(404, "not_found_error", "repair failed too"),
+        Reply.error(404, "not_found_error", "the fallback's own error"),
+        Reply.error(404, "not_found_error", "a fourth attempt must never happen"),
+    )
+    with pytest.raises(anthropic.NotFoundError) as caught:
+        ask_text(sdk(url), stream=stream)
+    assert caught.value.body["error"]["message"] == "the fallback's own error"  # type: ignore[index]
+    # policy, repair (one rung: the next target only), fallback (the client's model)
+    assert [r.json["model"] for r in upstream.requests] == [RETIRED, "claude-retired-2", MODEL]
+
+
+def test_repairs_spend_the_callers_budget_like_fallbacks(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    upstream.rules = lambda body: Reply.error(404, "not_found_error", "no model serves this")
+    url = make_gateway(policy_config=ROTATING, fallback_budget=3)
+    client = sdk(url)
+    for _ in range(5):
+        with pytest.raises(anthropic.NotFoundError):
+            ask_text(client)
+    # Five calls, and at most the budget's three extra attempts between them,
+    # however the caller makes the policy's change fail.
+    assert len(upstream.requests) == 5 + 3
+    assert [r.json["model"] for r in upstream.requests[:5]] == [
+        RETIRED,
+        "claude-retired-2",
+        MODEL,
+        RETIRED,
+        "claude-retired-2",
+    ]
+
+
+def test_the_narrow_fallback_keeps_the_structural_repair_of_a_kept_change(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    set_flag("true")
+    upstream.rules = lambda body: only_live_models(body) or no_empty_text(body)
+    chain = {
+        "policies": [
+            {"policy": "tests.support.policies:BlankClassified"},
+            {"policy": "rewrite_model", "options": {"map": {MODEL: RETIRED}}},
+        ]
+    }
+    url = make_gateway(policy_config=json.dumps(chain))
+    assert ask_blocks(url, ["hello", "the classified plan"], stream=False) == "echo: hello"
+    first, fallback = upstream.requests
+    assert [first.json["model"], fallback.json["model"]] == [RETIRED, MODEL]
+    for sent in (first, fallback):
+        assert sent.json["messages"][0]["content"] == [{"type": "text", "text": "hello"}]
+        assert "classified" not in sent.body.decode()

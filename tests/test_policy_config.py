@@ -175,11 +175,10 @@ def test_redaction_never_leaks_through_the_fallback(
     config = policy_chain(("redact_secrets", {}), ("rewrite_model", {"map": {MODEL: "claude-x"}}))
     url = make_gateway(policy_config=config)
     upstream.script(Reply.error(400, "invalid_request_error", "rejected"))
-    with pytest.raises(anthropic.BadRequestError) as caught:
-        ask(sdk(url), streaming, messages=[{"role": "user", "content": f"key {SECRET}"}])
-    assert caught.value.status_code == 400
-    assert caught.value.body["error"]["message"] == "rejected"  # type: ignore[index]
-    assert len(upstream.requests) == 1
+    # The fallback is narrow: the client's model, the redaction re-applied.
+    ask(sdk(url), streaming, messages=[{"role": "user", "content": f"key {SECRET}"}])
+    assert [r.json["model"] for r in upstream.requests] == ["claude-x", MODEL]
     assert all(SECRET.encode() not in r.body for r in upstream.requests)
-    assert upstream.requests[0].json["messages"][0]["content"] == "key [REDACTED:aws_access_key_id]"
+    for sent in upstream.requests:
+        assert sent.json["messages"][0]["content"] == "key [REDACTED:aws_access_key_id]"
     assert SECRET not in gateway_stdout.until(lambda text: "call finished" in text)

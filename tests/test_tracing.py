@@ -9,6 +9,7 @@ Both decode the OTLP protobuf, as the backends do.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -31,7 +32,7 @@ from starlette.routing import Route
 
 from .support.client import HEADERS, request_body
 from .support.clock import eventually
-from .support.fake_upstream import FakeUpstream, Reply, message, text_events
+from .support.fake_upstream import MODEL, FakeUpstream, Reply, message, text_events
 from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import (
     ROOT,
@@ -90,6 +91,38 @@ def attempts(spans: list[ReceivedSpan]) -> list[ReceivedSpan]:
 # Lambda: spans to the X-Ray endpoint
 
 
+def test_a_policy_repair_is_annotated_on_the_attempt_it_answers(
+    tmp_path: Path, upstream: FakeUpstream, upstream_url: str, xray: XRayEndpoint
+) -> None:
+    chain = {
+        "policies": [
+            {
+                "policy": "rewrite_model",
+                "options": {"map": {MODEL: ["claude-retired-1", "claude-live-2"]}},
+            }
+        ]
+    }
+    env = {
+        **lambda_env(upstream_url, xray, tmp_path),
+        settings.ENV_POLICY_CONFIG: json.dumps(chain),
+    }
+    header, _, _ = xray_header()
+    with gateway_process(env) as (url, _):
+        upstream.script(Reply.error(404, "not_found_error"))
+        assert ask_text(sdk(url, default_headers={"x-amzn-trace-id": header})).startswith("echo:")
+        spans = xray.spans(expect=2)
+    assert [span.name for span in spans] == [
+        "upstream policy attempt 1",
+        "upstream repair attempt 1",
+    ]
+    failed, repaired = spans
+    assert failed.annotations == {
+        names.ANNOTATION_UPSTREAM_STATUS: 404,
+        names.ANNOTATION_POLICY_REPAIR: "rewrite_model",
+    }
+    assert repaired.annotations == {}
+
+
 def test_fallback_makes_two_attempt_spans_under_the_function_with_typed_annotations(
     tmp_path: Path,
     upstream: FakeUpstream,
@@ -121,6 +154,7 @@ def test_fallback_makes_two_attempt_spans_under_the_function_with_typed_annotati
         names.ANNOTATION_FALLBACK: True,
         names.ANNOTATION_FALLBACK_STATUS: 404,
         names.ANNOTATION_FALLBACK_POLICIES: "string_replace",
+        names.ANNOTATION_FALLBACK_SCOPE: "full",
     }
     # Types as X-Ray indexes them: `annotation.passthrough_fallback = true` is a
     # boolean match, `annotation.fallback_status = 404` a numeric one.

@@ -52,3 +52,8 @@ class GatewayStdout:
         with contextlib.suppress(AssertionError):
             eventually(lambda: done(self.text), timeout)
         return self.text
+
+    def call_lines(self, count: int) -> list[dict[str, Any]]:
+        """The calls' log lines ("call finished"), once `count` of them were written."""
+        self.until(lambda text: text.count('"call finished"') >= count)
+        return [line for line in self.lines() if line.get("message") == "call finished"]

@@ -25,6 +25,19 @@ class MutateNested(Policy):
         request["metadata"] = {"user_id": "mutated"}
 
 
+class BlankClassified(Policy):
+    """Empties every text block that mentions "classified", and must never be bypassed."""
+
+    name = "blank_classified"
+    bypassable = False
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        for message in request["messages"]:
+            for block in message["content"] if isinstance(message["content"], list) else []:
+                if "classified" in block.get("text", ""):
+                    block["text"] = ""
+
+
 class GuardedRewrite(Policy):
     """A request change that must never be bypassed."""
 

@@ -53,10 +53,13 @@ METRIC_RESPONSES_5XX = "Responses5xx"
 # Metrics with dimension sets of their own besides [service], each emitted as an
 # EMF document of its own (observability/metrics.py): PolicyActions by [service,
 # policy, action] (and [service, policy, action, mode] for what a shadow-mode policy
-# would have done), tokens by [service, model].
+# would have done), tokens by [service, model], PolicyRepairs (issue 26) by
+# [service, policy].
 METRIC_POLICY_ACTIONS = "PolicyActions"
 METRIC_INPUT_TOKENS = "InputTokens"
 METRIC_OUTPUT_TOKENS = "OutputTokens"
+# Issue 26: which policy's changes keep needing the retry ladder's repairs.
+METRIC_POLICY_REPAIRS = "PolicyRepairs"
 DIMENSION_POLICY = "policy"
 DIMENSION_ACTION = "action"
 DIMENSION_MODE = "mode"
@@ -68,6 +71,7 @@ DIMENSIONED_METRICS = {
     METRIC_POLICY_ACTIONS: (DIMENSION_POLICY, DIMENSION_ACTION),
     METRIC_INPUT_TOKENS: (DIMENSION_MODEL,),
     METRIC_OUTPUT_TOKENS: (DIMENSION_MODEL,),
+    METRIC_POLICY_REPAIRS: (DIMENSION_POLICY,),
 }
 # A client can send any model string, and each distinct dimension value is a
 # metric CloudWatch bills: only models an upstream answered with are counted,
@@ -78,3 +82,15 @@ MODEL_OTHER = "other"
 ATTRIBUTE_CALL_ID = "call_id"
 # The log line each load of a policy chain writes, which operators' queries look for.
 LOG_POLICY_CHAIN_LOADED = "policy chain loaded"
+
+# The retry ladder (issue 26).
+# On the span of the attempt a repair answers (or a span of its own before the
+# first attempt): the policy whose change was repaired.
+ANNOTATION_POLICY_REPAIR = "policy_repair"
+# On the failed attempt's span and the fallback's WARNING and EMF line: `full`
+# (the original as it arrived) or `narrow` (the non-bypassable policies re-applied).
+ANNOTATION_FALLBACK_SCOPE = "fallback_scope"
+FALLBACK_SCOPE_FULL = "full"
+FALLBACK_SCOPE_NARROW = "narrow"
+# The span label of the attempt that sends a repaired request.
+LABEL_REPAIR = "repair"

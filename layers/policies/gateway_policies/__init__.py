@@ -16,7 +16,7 @@ no options never pays for pydantic at cold start.
 from typing import TYPE_CHECKING, Any
 
 from .actions import ACTIONS, PolicyAction
-from .base import JSONObject, Policy, PolicyContext, StreamEvent
+from .base import JSONObject, Policy, PolicyContext, StreamEvent, UpstreamErrorInfo
 from .exceptions import PolicyConfigError, PolicyFailure, PolicyViolation
 from .runtime.chain import PolicyChain
 from .runtime.loader import BUILTIN_POLICIES, load_chain
@@ -41,6 +41,7 @@ __all__ = [
     "StreamEvent",
     "TextRewriter",
     "ToolCallGate",
+    "UpstreamErrorInfo",
     "canonical_input",
     "load_chain",
     "response_text_slots",

@@ -28,7 +28,21 @@ if TYPE_CHECKING:
 
 JSONObject = dict[str, Any]
 
-HOOKS = ("on_request", "on_response", "on_stream_event", "on_stream_end")
+HOOKS = ("on_request", "on_response", "on_stream_event", "on_stream_end", "on_upstream_error")
+
+
+@dataclass(frozen=True)
+class UpstreamErrorInfo:
+    """The upstream's refusal of a request a policy changed, as `on_upstream_error` sees it.
+
+    `message` is the upstream's text: it can repeat the client's words, so a
+    policy may read it but never log it. Judge an error by `status` and
+    `type`; the API may change which message a rule fires with.
+    """
+
+    status: int
+    type: str
+    message: str
 
 
 def _compact(payload: JSONObject) -> str:
@@ -204,10 +218,11 @@ class Policy(Generic[OptionsT]):
     keeps it off the gateway's cold path. Work that depends on the options alone
     (compiling patterns, say) goes in `setup`, which runs once per chain load.
 
-    `bypassable` says whether the passthrough fallback may resend the original
-    request when this policy's changes made the upstream reject it. A policy
-    whose changes protect something (redaction, say) sets it to False; then
-    the fallback never fires while the policy is in the chain.
+    `bypassable` says whether the passthrough fallback may drop this policy's
+    request changes when the chain's changes made the upstream reject a request.
+    A policy whose changes protect something (redaction, say) sets it to False;
+    then every fallback keeps its change: the original is resent with the
+    request hooks of such policies run on it again (the narrow fallback).
     """
 
     name: ClassVar[str] = ""
@@ -283,3 +298,16 @@ class Policy(Generic[OptionsT]):
     async def on_stream_end(self, ctx: PolicyContext) -> list[StreamEvent]:
         """Return events still owed to the client when the upstream stream ends."""
         return []
+
+    async def on_upstream_error(
+        self, request: JSONObject, error: UpstreamErrorInfo, ctx: PolicyContext
+    ) -> bool:
+        """Repair `request` (what was sent) in place after the upstream refused it; True if changed.
+
+        Called once, only on a request-shaped 4xx (400/404/413/422) of a request
+        the chain changed, before anything was streamed. Change only what this
+        policy changed itself, keeping its intent, and never undo another
+        policy's change: the gateway sends the result once more (a repair, no
+        flag needed) and records it. Return False to leave the request alone.
+        """
+        return False

@@ -1,5 +1,9 @@
 """The fallback budget: at most FALLBACK_BUDGET fallbacks per caller per window.
 
+A repair that costs an upstream call (the retry ladder's repair rung) spends
+from the same budget, so a caller cannot multiply its upstream calls through
+repairs beyond the fallbacks it is allowed.
+
 The passthrough fallback is fail-open for request-side policies, so a caller
 who can make the policy-modified request fail while the original succeeds
 could otherwise drop a bypassable policy at will. The budget bounds that to
@@ -78,15 +82,16 @@ class FallbackBudget:
         self.store = store
         self._clock = clock
 
-    async def allows(self, caller: str | None) -> bool:
-        """Spend one fallback of `caller`'s budget; False (and loud) when none is left."""
+    async def allows(self, caller: str | None, *, rung: str = "passthrough fallback") -> bool:
+        """Spend one of `caller`'s budget on one more upstream attempt (a fallback or a
+        repair: the retry ladder's `rung`); False (and loud) when none is left."""
         caller = caller or ANONYMOUS
         reason = await self._spend(caller)
         if reason is None:
             return True
         metrics.count(names.METRIC_FALLBACK_DENIED)
         logger.warning(
-            "passthrough fallback denied: "
+            f"{rung} denied: "
             + (
                 "the caller's fallback budget is spent"
                 if reason == REASON_BUDGET

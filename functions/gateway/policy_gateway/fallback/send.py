@@ -1,19 +1,27 @@
-"""The passthrough fallback: send with it, when to resend the original, and how it is recorded.
+"""Sending with the retry ladder: the first attempt, a repair, the fallback, and their record.
 
-`Fallback.send` owns a call's attempts on the Messages route: the first one
-(the policy-modified request), the decision, the record, the retry with the
-original, and every fallback metric.
+`Fallback.send` owns a call's attempts on the Messages route. On a
+request-shaped 4xx (400/404/413/422) of a request the chain changed, before
+the first stream event, at most one rung each, in this order, so never more
+than three upstream attempts:
 
-All five conditions of the design contract (README: "The passthrough
-fallback, and its trade-off") must hold, else the upstream's error goes to the
-client unchanged:
+1. repair (no flag needed): the policies' own repair hooks
+   (`on_upstream_error`) change what was sent, keeping every policy's intent
+   (structural repairs happen before the first attempt: repair.py);
+2. fallback: all conditions of the design contract must hold,
+   1. the flag is on;
+   2. the upstream's status is 400, 404, 413 or 422 (never 401/403, 429, 5xx);
+   3. the body sent differs from the original (as parsed JSON);
+   4. for a stream, no upstream event has been received (guaranteed here: only a
+      status error, which comes before any event, reaches this module);
+   5. the fallback keeps every non-bypassable policy's change: it sends the
+      original with their request hooks re-applied (`narrow`), or the original
+      itself when the chain has none (`full`), and nothing when that is what
+      was already sent;
+3. nothing more: the last rung's error goes to the client as the upstream gave it.
 
-1. the flag is on;
-2. the upstream's status is 400, 404, 413 or 422 (never 401/403, 429, 5xx);
-3. the body sent differs from the original (as parsed JSON);
-4. for a stream, no upstream event has been received (guaranteed here: only a
-   status error, which comes before any event, reaches this module);
-5. every policy in the chain allows its request changes to be bypassed.
+Both rungs that cost an upstream call spend one of the caller's fallback
+budget, so repairs cannot multiply a caller's upstream calls beyond it.
 
 The original is the body as it arrived, kept as the immutable bytes object
 the server handed us: keeping it costs nothing, and no policy mutation,
@@ -23,11 +31,10 @@ worker loop (offload.py), like the request hooks themselves.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
-from gateway_policies import PolicyChain, PolicyContext
+from gateway_policies import PolicyContext
 from gateway_policies.runtime.diff import changed_locations, format_path
 
 from .. import names, offload
@@ -37,14 +44,16 @@ from ..observability import metrics
 from ..observability.logs import logger
 from ..upstream.client import UpstreamResponse
 from ..upstream.errors import UpstreamStatusError, UpstreamUnavailable
+from . import repair
 from .budget import FallbackBudget
 from .flag import FallbackFlag
+from .ladder import FallbackRequest, fallback_request, policy_repair
+from .prepared import PreparedRequest
 
 FALLBACK_STATUSES = frozenset({400, 404, 413, 422})
 # The log names at most this many changed paths: a policy that rewrote a
 # million tiny objects must not write a million paths into one line.
 MAX_LOGGED_PATHS = 50
-_UNPARSED = object()
 
 
 class Send(Protocol):
@@ -55,46 +64,6 @@ class Send(Protocol):
     ) -> Awaitable[UpstreamResponse]: ...
 
 
-class PreparedRequest:
-    """The request a call prepared, before any attempt: the original, what the chain made
-    of it, and how.
-
-    The original is parsed at most once, and only on the error path; the
-    fallback's record then replays the request hooks on that same parse, so
-    the error path holds two documents at most (the one sent and this one).
-    """
-
-    def __init__(
-        self,
-        original: bytes,
-        sent: bytes,
-        modified: object,
-        chain: PolicyChain,
-        ctx: PolicyContext,
-    ) -> None:
-        self.original = original
-        self.sent = sent
-        self.modified = modified
-        self.chain = chain
-        self.ctx = ctx
-        self._document: Any = _UNPARSED
-
-    def document(self) -> Any:
-        if self._document is _UNPARSED:
-            self._document = json.loads(self.original)
-        return self._document
-
-    async def differs(self) -> bool:
-        if self.sent is self.original:
-            return False
-        try:
-            return bool(self.document() != self.modified)
-        except RecursionError:
-            # Too deep to compare here; a request hook did run on it, and
-            # resending the original costs one call, not a weakened policy.
-            return True
-
-
 class Fallback:
     """The flag and the per-caller budget, and what a call does with them."""
 
@@ -103,7 +72,7 @@ class Fallback:
         self.budget = budget
 
     async def send(self, call: Call, prepared: PreparedRequest, send: Send) -> UpstreamResponse:
-        """The first attempt's answer, or the original's when the fallback fires.
+        """The answer of the ladder's last attempt (policy, repair, fallback).
 
         Raises the upstream's error (UpstreamStatusError, UpstreamUnavailable)
         of whichever attempt was the last.
@@ -111,17 +80,29 @@ class Fallback:
         try:
             return await send(call, prepared.sent, names.LABEL_POLICY, stream=call.stream)
         except UpstreamStatusError as error:
+            failed = error
+        try:
+            repaired = await self._repairs(call, failed, prepared)
+        except BaseException:
+            failed.span.end()
+            raise
+        if repaired:
+            failed.span.end()
             try:
-                fall_back = await self._allows(call, error, prepared)
-                if fall_back:
-                    await record(error, prepared, call.credentials)
-            finally:
-                error.span.end()
-            if not fall_back:
-                raise
+                return await send(call, prepared.sent, names.LABEL_REPAIR, stream=call.stream)
+            except UpstreamStatusError as error:
+                failed = error
+        try:
+            retry = await self._falls_back(call, failed, prepared)
+            if retry is not None:
+                await record(failed, prepared, call.credentials, retry)
+        finally:
+            failed.span.end()
+        if retry is None:
+            raise failed
         call.fallback = FALLBACK_RETRYING
         try:
-            upstream = await send(call, prepared.original, names.LABEL_FALLBACK, stream=call.stream)
+            upstream = await send(call, retry.body, names.LABEL_FALLBACK, stream=call.stream)
         except (UpstreamStatusError, UpstreamUnavailable):
             call.fallback = FALLBACK_FAILED
             metrics.count(names.METRIC_FALLBACK_FAILED)
@@ -130,43 +111,57 @@ class Fallback:
         metrics.count(names.METRIC_FALLBACK_SUCCEEDED)
         return upstream
 
-    async def _allows(
+    async def _repairs(
         self, call: Call, error: UpstreamStatusError, prepared: PreparedRequest
     ) -> bool:
+        """The repair rung: the policies' own repairs of what was sent, recorded, budget spent."""
+        if (
+            error.status not in FALLBACK_STATUSES
+            or prepared.sent is prepared.original
+            or not prepared.chain.offers_repairs
+        ):
+            return False
+        repaired = await offload.run(policy_repair(error, prepared))
+        if repaired is None or not await self.budget.allows(call.caller, rung="policy repair"):
+            return False
+        for made in repaired.repairs:
+            repair.record(made, prepared.ctx, prepared.chain, error.span)
+        prepared.repaired(repaired.request)
+        return True
+
+    async def _falls_back(
+        self, call: Call, error: UpstreamStatusError, prepared: PreparedRequest
+    ) -> FallbackRequest | None:
+        """The fallback rung's request, when every condition holds and the budget has room."""
         if not (
             prepared.chain.has_request_hooks and await should_fall_back(error, prepared, self.flag)
         ):
-            return False
+            return None
+        retry = await offload.run(fallback_request(prepared))
+        if retry is None:
+            return None
         # The budget is spent only when everything else allows the fallback,
         # and before anything records it.
         if not await self.budget.allows(call.caller):
             call.fallback = FALLBACK_DENIED
-            return False
-        return True
+            return None
+        return retry
 
 
 async def should_fall_back(
     error: UpstreamStatusError, prepared: PreparedRequest, flag: FallbackFlag
 ) -> bool:
-    """The five conditions, cheapest first; the original is parsed only when the rest hold."""
+    """The cheap conditions first: the status, a changed request, the flag."""
     if error.status not in FALLBACK_STATUSES or prepared.sent is prepared.original:
         return False
-    if not await flag.enabled():
-        return False
-    if not prepared.chain.bypassable:
-        logger.info(
-            "passthrough fallback not taken: the chain has non-bypassable policies",
-            extra={
-                "fallback_status": error.status,
-                "non_bypassable": prepared.chain.non_bypassable,
-            },
-        )
-        return False
-    return await offload.run(prepared.differs())
+    return await flag.enabled()
 
 
 async def record(
-    error: UpstreamStatusError, prepared: PreparedRequest, credentials: Credentials
+    error: UpstreamStatusError,
+    prepared: PreparedRequest,
+    credentials: Credentials,
+    retry: FallbackRequest,
 ) -> None:
     """Make the fallback loud, before the retry: metric, trace annotations, WARNING log.
 
@@ -178,12 +173,16 @@ async def record(
     credentials like the client's copy.
     """
     metrics.count(names.METRIC_FALLBACK)
+    metrics.metadata(names.ANNOTATION_FALLBACK_SCOPE, retry.scope)
     metrics.flush()
     ctx = prepared.ctx
+    for made in retry.repairs:
+        repair.record(made, ctx, prepared.chain, error.span)
     details: dict[str, Any] = {}
     try:
         error.span.annotate(names.ANNOTATION_FALLBACK, True)
         error.span.annotate(names.ANNOTATION_FALLBACK_STATUS, error.status)
+        error.span.annotate(names.ANNOTATION_FALLBACK_SCOPE, retry.scope)
         paths, attribution = await offload.run(_attribute(prepared, ctx.replay()))
         details = {"changed_paths": paths, "changed_by_policy": attribution}
         if attribution:
@@ -192,9 +191,13 @@ async def record(
         details = {"record_error": type(exc).__name__}
     logger.warning(
         "passthrough fallback: upstream rejected the policy-modified request; "
-        "retrying once with the original request",
+        "retrying once with the original request"
+        + (" and the non-bypassable policies' changes" if retry.kept else ""),
         extra={
             "call_id": ctx.call_id,
+            "fallback_scope": retry.scope,
+            "bypassed_policies": retry.bypassed,
+            "kept_policies": retry.kept,
             "fallback_status": error.status,
             "upstream_error_type": credentials.scrub_text(error.error_type),
             "upstream_request_id": credentials.scrub_text(error.request_id),

@@ -5,7 +5,7 @@ template's alarms name. There is no Lambda handler under the Web Adapter, so
 the gateway flushes after every call (for a stream, in its `finally`).
 
 A few are counted by more than the service (`count_by`): PolicyActions by
-policy and action, tokens by model. Powertools keeps one dimension set per
+policy and action, tokens by model, PolicyRepairs by policy. Powertools keeps one dimension set per
 document, so each distinct set of values becomes an EMF document of its own
 at the flush; a call that counted none writes nothing more.
 """
@@ -29,6 +29,11 @@ _models: set[str] = set()
 
 def count(name: str, value: float = 1) -> None:
     _metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+def metadata(key: str, value: str) -> None:
+    """A property on the next EMF line, searchable in the logs, not a dimension."""
+    _metrics.add_metadata(key=key, value=value)
 
 
 def milliseconds(name: str, value: float) -> None:

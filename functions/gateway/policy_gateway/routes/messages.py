@@ -15,7 +15,8 @@ from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyVi
 from .. import offload
 from ..call import Call
 from ..errors import GatewayError
-from ..fallback.send import PreparedRequest
+from ..fallback import repair
+from ..fallback.prepared import PreparedRequest
 from ..upstream.client import UpstreamResponse
 from .body import dump_json, parse_object
 from .endpoint import GatewayEndpoint
@@ -62,11 +63,12 @@ async def _prepare(original: bytes, chain: PolicyChain, ctx: PolicyContext) -> P
     request = parse_object(original)
     stream = ctx.stream = ctx.endpoint == "messages" and request.get("stream") is True
     if not chain.has_request_hooks:
-        return PreparedRequest(original, original, request, chain, ctx)
+        return PreparedRequest(original, original, request, chain, ctx, dump_json)
     await chain.apply_request(request, ctx)
     if (request.get("stream") is True) != stream:
         raise PolicyFailure("<chain>", "on_request: changed 'stream'")
-    return PreparedRequest(original, dump_json(request), request, chain, ctx)
+    await repair.before_sending(original, request, chain, ctx)
+    return PreparedRequest(original, dump_json(request), request, chain, ctx, dump_json)
 
 
 async def _relay_json(

@@ -76,6 +76,15 @@ class UpstreamStatusError(Exception):
         kind = error.get("type") if isinstance(error, dict) else None
         return kind[:100] if isinstance(kind, str) else "<not an API error body>"
 
+    @property
+    def error_message(self) -> str:
+        """The upstream's `error.message`, for a policy's repair hook only: never logged,
+        since it can repeat the client's text."""
+        payload = self._payload()
+        error = payload.get("error") if isinstance(payload, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        return message if isinstance(message, str) else ""
+
 
 def is_http_status(status: int) -> bool:
     """Whether `status` is a final status of RFC 9110's range, the one an ASGI server

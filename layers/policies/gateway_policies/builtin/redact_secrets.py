@@ -17,7 +17,8 @@ whose signatures the API checks. Kinds:
 - `email`: e-mail addresses within RFC 5321's limits (a local part of at most
   64 characters, domain labels of at most 63)
 
-Not bypassable: the passthrough fallback would resend the unredacted original.
+Not bypassable: the passthrough fallback redacts the original again before
+resending it (the narrow fallback), so a secret never leaves through it.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ also when `names` lists a name its calls carry (`bash_code_execution`): it
 cannot be given only in part. MCP servers are refused unless
 `allowed_mcp_servers` lists them (gateway_policies.upstream_tools).
 
-Not bypassable: the point is that the model never gets the tool, and the
-fallback would resend the original request with it.
+Not bypassable: the point is that the model never gets the tool, so the
+fallback strips it from the original again (the narrow fallback).
 """
 
 from __future__ import annotations

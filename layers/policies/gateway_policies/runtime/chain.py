@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ..base import JSONObject, Policy, PolicyContext, StreamEvent
+from ..base import JSONObject, Policy, PolicyContext, StreamEvent, UpstreamErrorInfo
 from ..exceptions import PolicyFailure, PolicyViolation
 from .diff import MISSING, Location, format_path, resolve
 
@@ -24,6 +24,7 @@ class PolicyChain:
             for p in self.policies
             if p.implements("on_stream_event") or p.implements("on_stream_end")
         ]
+        self._repairers = [p for p in self.policies if p.implements("on_upstream_error")]
 
     @property
     def names(self) -> list[str]:
@@ -43,13 +44,43 @@ class PolicyChain:
         return bool(self._stream)
 
     @property
-    def bypassable(self) -> bool:
-        """The fallback may resend the original only if every policy allows it."""
-        return all(p.bypassable for p in self.policies)
-
-    @property
     def non_bypassable(self) -> list[str]:
         return [p.label for p in self.policies if not p.bypassable]
+
+    @property
+    def bypassed(self) -> list[str]:
+        """The request policies whose changes a fallback drops."""
+        return [p.label for p in self._request if p.bypassable]
+
+    @property
+    def kept(self) -> list[str]:
+        """The request policies whose changes a fallback keeps (re-applied to the original)."""
+        return [p.label for p in self._request if not p.bypassable]
+
+    @property
+    def offers_repairs(self) -> bool:
+        return bool(self._repairers)
+
+    def policy(self, label: str) -> Policy[Any] | None:
+        return next((p for p in self.policies if p.label == label), None)
+
+    async def apply_kept(self, request: JSONObject, ctx: PolicyContext) -> None:
+        """Run only the non-bypassable policies' request hooks: the narrow fallback's request."""
+        for policy in self._request:
+            if not policy.bypassable:
+                async with _guard(policy, "on_request"):
+                    await policy.on_request(request, ctx)
+
+    async def repair(
+        self, request: JSONObject, error: UpstreamErrorInfo, ctx: PolicyContext
+    ) -> list[Policy[Any]]:
+        """Offer the upstream's error to every policy with a repair hook; those that changed it."""
+        changed: list[Policy[Any]] = []
+        for policy in self._repairers:
+            async with _guard(policy, "on_upstream_error"):
+                if await policy.on_upstream_error(request, error, ctx):
+                    changed.append(policy)
+        return changed
 
     async def apply_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         for policy in self._request:
