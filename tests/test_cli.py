@@ -194,3 +194,44 @@ def test_budget_zero_is_announced_at_start(tmp_path: Path, upstream_url: str) ->
     with gateway_process(env, stdout_path=log):
         pass
     assert "FALLBACK_BUDGET=0, the fallback never fires" in log.read_text()
+
+
+def test_policy_validate_and_show_display_a_callers_chain(tmp_path: Path, ssm: Any) -> None:
+    document = {
+        "policies": [{"policy": "noop"}],
+        "callers": {
+            "bob": {"policies": [{"policy": "cap_max_tokens", "options": {"max": 10}}]},
+            "group:contractors": {
+                "policies": [
+                    {"policy": "strip_tools", "options": {"names": ["bash"]}},
+                    {"policy": "noop", "mode": "shadow"},
+                ]
+            },
+        },
+    }
+    path = tmp_path / "document.json"
+    path.write_text(json.dumps(document))
+    checked = status_of(
+        cli("policy", "validate", str(path), "--caller", "alice", "--groups", "interns,contractors")
+    )
+    assert [chain["chain"] for chain in checked["chains"]] == [
+        "default",
+        "bob",
+        "group:contractors",
+    ]
+    assert checked["resolution"] == {
+        "caller": "alice",
+        "groups": ["interns", "contractors"],
+        "chain": "group:contractors",
+        "policies": ["strip_tools"],
+        "shadow": ["noop"],
+    }
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**document, "callers": {"bob": {"policies": [{"policy": "nope"}]}}}))
+    refused = cli("policy", "validate", str(bad))
+    assert refused.returncode == 2
+    assert "callers['bob'].policies[0]" in refused.stderr
+    status_of(cli("policy", "set", str(path)))
+    shown = status_of(cli("policy", "show", "--caller", "bob"))
+    assert shown["resolution"]["chain"] == "bob"
+    assert status_of(cli("policy", "show", "--caller", "zed"))["resolution"]["chain"] == "default"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from gateway_policies import (
     JSONObject,
@@ -12,6 +13,7 @@ from gateway_policies import (
     PolicyViolation,
     StreamEvent,
 )
+from gateway_policies.builtin.block_tool_calls import BlockToolCalls
 
 
 class MutateNested(Policy):
@@ -94,3 +96,52 @@ class SwallowStream(Policy):
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
         return []
+
+
+class TagOptions(PolicyOptions):
+    tag: str
+
+
+class Tag(Policy[TagOptions]):
+    """Stamps which chain ran, and the caller and groups it saw, into `metadata.user_id`."""
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        seen = f"{self.options.tag}|{ctx.caller}|{','.join(ctx.caller_groups)}"
+        request["metadata"] = {"user_id": seen}
+
+
+CONTEXTS: list[PolicyContext] = []
+"""Every context `KeepContexts` saw, in order: the tests read a call's audit trail here."""
+
+
+class KeepContexts(Policy):
+    """Keeps each call's context, whose `actions` are the call's audit trail."""
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        CONTEXTS.append(ctx)
+
+
+class RecordingBlockToolCalls(BlockToolCalls):
+    """block_tool_calls that records each block it decides (the audit's built-in recording
+    lands with issue 23; this keeps the shadow tests independent of it)."""
+
+    async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> str | None:
+        reason = await super().blocked(tool, tool_input, ctx)
+        if reason is not None:
+            ctx.record(self, "block", tool=tool)
+        return reason
+
+
+class Explode(Policy):
+    """Raises in every hook: a broken policy."""
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        request["model"] = "claude-exploded"
+        raise RuntimeError("boom")
+
+    async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
+        response["content"] = []
+        raise RuntimeError("boom")
+
+    async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
+        raise RuntimeError("boom")

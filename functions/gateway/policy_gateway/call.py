@@ -52,6 +52,10 @@ class Call:
     fallback: str = FALLBACK_NONE
     disconnected: bool = False
     caller: str | None = None
+    caller_groups: tuple[str, ...] = ()
+    """The caller's groups (a gateway key's `"groups"`): which per-caller chain applies."""
+    chain: str | None = None
+    """Which chain of the policy document the call used: "default", a caller, "group:<g>"."""
     upstream_request_id: str | None = None
 
     def seconds_left(self) -> float | None:

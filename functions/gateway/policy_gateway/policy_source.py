@@ -12,9 +12,9 @@ operator's policies would silently weaken them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from gateway_policies import PolicyChain, PolicyConfigError, load_chain
+from gateway_policies import PolicyChain, PolicyConfigError, PolicyDocument, load_document
 
 from . import names
 from .errors import GatewayError
@@ -39,23 +39,23 @@ class PolicySource:
     ) -> None:
         self._parameter = parameter
         self._reader = reader
-        self._static: PolicyChain | None = None
-        self._cache: TTLCache[PolicyChain | None] | None = None
+        self._static: PolicyDocument | None = None
+        self._cache: TTLCache[PolicyDocument | None] | None = None
         if parameter:
             self._cache = TTLCache(self._load_parameter, ttl, self._keep_last_good, clock)
         elif inline:
             try:
-                self._static = load_chain(inline)
+                self._static = load_document(inline)
             except PolicyConfigError as exc:
                 logger.error("inline policy config is invalid", extra={"error": str(exc)})
         else:
-            self._static = PolicyChain()
+            self._static = PolicyDocument()
 
-    def _load_parameter(self) -> PolicyChain | None:
+    def _load_parameter(self) -> PolicyDocument | None:
         assert self._parameter is not None
-        return load_chain(self._reader(self._parameter))
+        return load_document(self._reader(self._parameter))
 
-    def _keep_last_good(self, exc: Exception, last: PolicyChain | None) -> PolicyChain | None:
+    def _keep_last_good(self, exc: Exception, last: PolicyDocument | None) -> PolicyDocument | None:
         metrics.count(names.METRIC_POLICY_CONFIG_ERRORS)
         logger.error(
             "policy config unusable; keeping the last good chain"
@@ -69,13 +69,14 @@ class PolicySource:
         )
         return last
 
-    async def load(self) -> PolicyChain | None:
-        """The chain in force, None when no good chain was ever loaded."""
+    async def load(self) -> PolicyDocument | None:
+        """The document in force, None when no good one was ever loaded."""
         return await self._cache.get() if self._cache is not None else self._static
 
-    async def chain(self) -> PolicyChain:
-        chain = await self.load()
-        if chain is None:
+    async def chain(self, caller: str | None = None, groups: Sequence[str] = ()) -> PolicyChain:
+        """The chain in force for `caller` (and its `groups`): see PolicyDocument.resolve."""
+        document = await self.load()
+        if document is None:
             # A fresh error per call: a shared instance would keep every raise's frames.
             raise GatewayError(500, NO_CHAIN_MESSAGE, "api_error")
-        return chain
+        return document.resolve(caller, groups)

@@ -75,6 +75,10 @@ def flag(args: argparse.Namespace) -> int:
 def policy(args: argparse.Namespace) -> int:
     from gateway_policies import PolicyConfigError, load_chain
 
+    from . import resolution
+
+    if args.action == "validate":
+        return resolution.validate(args, say)
     config = settings.Settings.from_env()
     name = config.policy_config_parameter or settings.DEFAULT_POLICY_CONFIG_PARAMETER
     if args.action == "set":
@@ -90,6 +94,8 @@ def policy(args: argparse.Namespace) -> int:
         ssm_client().put_parameter(Name=name, Value=text, Type="String", Overwrite=True)
         say(f"wrote {len(chain.policies)} policies to {name}: {', '.join(chain.names) or '-'}")
     status = _parameter_status(name, config.policy_config_ttl)
+    if args.caller:
+        status.update(resolution.shown(status["value"], args))
     print(json.dumps(status, indent=2))
     return 0
 

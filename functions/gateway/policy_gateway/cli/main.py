@@ -2,7 +2,7 @@
 
     policy-gateway serve [--host H] [--port P] [--simulate-upstream] [--embedded-ssm]
     policy-gateway flag on|off|status
-    policy-gateway policy show|set FILE
+    policy-gateway policy show|set FILE|validate FILE [--caller NAME [--groups G1,G2]]
     policy-gateway init [--stack NAME] [--region R]
     policy-gateway doctor --stack NAME [--region R] [--url URL]
     policy-gateway budget CALLER
@@ -197,8 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     toggle.add_argument("action", choices=["on", "off", "status"])
     toggle.set_defaults(handler=flag)
     chain = commands.add_parser("policy", help="read or set the policy chain parameter")
-    chain.add_argument("action", choices=["show", "set"])
+    chain.add_argument("action", choices=["show", "set", "validate"])
     chain.add_argument("file", nargs="?")
+    chain.add_argument("--caller", help="also show which chain this caller gets")
+    chain.add_argument("--groups", help="the caller's groups, comma-separated, in order")
     chain.set_defaults(handler=policy)
     setup = commands.add_parser(
         "init", help="create the flag and policy chain parameters if absent (never overwrites)"

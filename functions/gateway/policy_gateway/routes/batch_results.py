@@ -47,12 +47,12 @@ class ResultsEndpoint(PassthroughEndpoint):
 
     async def _proxy(self, call: Call) -> None:
         # The chain first: without a usable one the call fails before reaching the upstream.
-        self._chain = await self._gateway.policies.chain()
+        self._chain = await self._gateway.chain(call)
         await super()._proxy(call)
 
     async def _deliver(self, call: Call, upstream: UpstreamResponse, body: bytes) -> None:
         chain = self._chain
-        new_context = partial(self._gateway.policy_context, call.call_id)
+        new_context = partial(self._gateway.policy_context, call)
         lines = ResultLines(chain, new_context) if chain and chain.has_response_hooks else None
         await BodyRelay(upstream, call).run(lines)
 

@@ -59,10 +59,10 @@ class BatchCreateEndpoint(GatewayEndpoint):
 
     async def _proxy(self, call: Call) -> None:
         gateway = self._gateway
-        chain = await gateway.policies.chain()
+        chain = await gateway.chain(call)
         try:
             # Request hooks always run on the worker loop (offload.py), batch entries too.
-            new_context = partial(gateway.policy_context, call.call_id)
+            new_context = partial(gateway.policy_context, call)
             body = await offload.run(_prepare(call.original, chain, new_context))
         except _EntryRefused as refused:
             error = policy_error(refused.cause)
@@ -103,7 +103,7 @@ async def _prepare(
     """Parse, run the request chain on every entry, serialize: the batch to send."""
     batch = parse_object(original)
     entries = _entries(batch)
-    if chain.has_request_hooks:
+    if chain.reads_request:
         for index, (custom_id, params) in enumerate(entries):
             await _apply(chain, params, new_context(), _entry_name(custom_id, index))
     return dump_json(batch)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 
 import anyio
-from gateway_policies import PolicyContext
+from gateway_policies import PolicyChain, PolicyContext
 from starlette.types import Receive, Scope, Send
 
 from .. import lambda_context, names, settings
@@ -44,7 +44,7 @@ class Gateway:
     auth: Authenticator
     upstream_key: UpstreamKey | None
 
-    def policy_context(self, call_id: str, *, endpoint: str = "messages") -> PolicyContext:
+    def policy_context(self, call: Call, *, endpoint: str = "messages") -> PolicyContext:
         """A fresh context for one run of the chain (one request, one batch entry, one result).
 
         Not streaming: the Messages route says so once it has parsed the body.
@@ -53,9 +53,17 @@ class Gateway:
         return PolicyContext(
             endpoint=endpoint,
             stream=False,
-            call_id=call_id,
+            call_id=call.call_id,
             upstream_api_key=None if key is None else key.get,
+            caller=call.caller,
+            caller_groups=call.caller_groups,
         )
+
+    async def chain(self, call: Call) -> PolicyChain:
+        """The call's chain (its caller's, its group's or the default), named on its log line."""
+        chain = await self.policies.chain(call.caller, call.caller_groups)
+        call.chain = chain.name
+        return chain
 
     async def warm(self) -> None:
         """Make the AWS reads a first call would otherwise make, so that init pays for them.
@@ -69,8 +77,8 @@ class Gateway:
         await asyncio.gather(self.auth.warm(), self._warm_policies())
 
     async def _warm_policies(self) -> None:
-        chain = await self.policies.load()
-        if chain is not None and chain.has_request_hooks:
+        document = await self.policies.load()
+        if document is not None and any(chain.has_request_hooks for chain in document.chains):
             await self.fallback.flag.enabled()
 
 
@@ -127,6 +135,9 @@ class GatewayEndpoint:
         # caller best; else the gateway key's name or the client key's digest.
         principal = call.invocation.iam_principal
         call.caller = call.invocation.iam_caller or call.credentials.caller
+        if call.caller == call.credentials.caller:
+            # Groups belong to a gateway key: an IAM-signed caller has none.
+            call.caller_groups = call.credentials.caller_groups
         if call.caller:
             bind_call_key("caller", call.caller)
         if principal and principal != call.caller:
@@ -258,6 +269,7 @@ def _finish(call: Call) -> None:
             # A retry the deadline or a disconnect cut short never finished.
             "fallback": FALLBACK_FAILED if call.fallback == FALLBACK_RETRYING else call.fallback,
             "caller": call.caller,
+            "chain": call.chain,
             "upstream_request_id": call.upstream_request_id,
             "latency_ms": round(elapsed_ms, 2),
         },

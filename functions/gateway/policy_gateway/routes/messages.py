@@ -31,11 +31,11 @@ class MessagesEndpoint(GatewayEndpoint):
     async def _proxy(self, call: Call) -> None:
         """Parse, run the chain, reach the upstream (with the fallback), relay the answer."""
         gateway = self._gateway
-        chain = await gateway.policies.chain()
-        ctx = gateway.policy_context(call.call_id, endpoint=self._endpoint)
+        chain = await gateway.chain(call)
+        ctx = gateway.policy_context(call, endpoint=self._endpoint)
         prepare = _prepare(call.original, chain, ctx)
         try:
-            if chain.has_request_hooks or len(call.original) > OFFLOAD_BODY_BYTES:
+            if chain.reads_request or len(call.original) > OFFLOAD_BODY_BYTES:
                 prepared = await offload.run(prepare)
             else:
                 prepared = await prepare
@@ -60,29 +60,38 @@ async def _prepare(original: bytes, chain: PolicyChain, ctx: PolicyContext) -> P
     """
     request = parse_object(original)
     stream = ctx.stream = ctx.endpoint == "messages" and request.get("stream") is True
-    if not chain.has_request_hooks:
+    if not chain.reads_request:
         return PreparedRequest(original, original, request, chain, ctx)
     await chain.apply_request(request, ctx)
     if (request.get("stream") is True) != stream:
         raise PolicyFailure("<chain>", "on_request: changed 'stream'")
-    return PreparedRequest(original, dump_json(request), request, chain, ctx)
+    # Shadow policies alone changed nothing: the original goes as it came.
+    sent = dump_json(request) if chain.has_request_hooks else original
+    return PreparedRequest(original, sent, request, chain, ctx)
 
 
 async def _relay_json(
     upstream: UpstreamResponse, body: bytes, chain: PolicyChain, ctx: PolicyContext, call: Call
 ) -> None:
-    if watched(chain) and ctx.endpoint == "messages":
-        try:
-            response = json.loads(body)
-        except (ValueError, RecursionError):
-            response = None
-        if not isinstance(response, dict):
+    if ctx.endpoint == "messages" and (watched(chain) or chain.reads_response):
+        body = await _judged(body, chain, ctx)
+    await call.respond(upstream.status, body, upstream.headers)
+
+
+async def _judged(body: bytes, chain: PolicyChain, ctx: PolicyContext) -> bytes:
+    """The body the client gets once the response policies have judged it."""
+    try:
+        response = json.loads(body)
+    except (ValueError, RecursionError):
+        response = None
+    if not isinstance(response, dict):
+        if watched(chain):
             # What the response policies cannot read must not reach the client unseen.
             raise GatewayError(*UNREADABLE)
-        if chain.has_response_hooks:
-            try:
-                await chain.apply_response(response, ctx)
-            except (PolicyViolation, PolicyFailure) as exc:
-                raise policy_error(exc) from None
-            body = dump_json(response)
-    await call.respond(upstream.status, body, upstream.headers)
+        return body  # only shadow policies would have read it, and they never fail a call
+    if chain.reads_response:
+        try:
+            await chain.apply_response(response, ctx)
+        except (PolicyViolation, PolicyFailure) as exc:
+            raise policy_error(exc) from None
+    return dump_json(response) if chain.has_response_hooks else body
