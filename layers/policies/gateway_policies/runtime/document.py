@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .chain import DEFAULT_CHAIN, PolicyChain
+from .chain import PolicyChain
 
 GROUP_PREFIX = "group:"
 
@@ -38,6 +38,3 @@ class PolicyDocument:
             if group in self.groups:
                 return self.groups[group]
         return self.default
-
-
-__all__ = ["DEFAULT_CHAIN", "GROUP_PREFIX", "PolicyDocument"]

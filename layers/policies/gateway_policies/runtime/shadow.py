@@ -125,15 +125,14 @@ class ShadowPolicies:
             run.ctx.record(policy, "refuse", hook=hook, status=exc.status)
             return False
         except Exception as exc:
+            error_type = "Timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
             log.warning(
                 "shadow policy failed; the call goes on without it",
                 extra={
                     "call_id": run.ctx.call_id,
                     "policy": policy.label,
                     "hook": hook,
-                    "error_type": "Timeout"
-                    if isinstance(exc, TimeoutError)
-                    else type(exc).__name__,
+                    "error_type": error_type,
                 },
             )
             return False
