@@ -9,8 +9,10 @@ exact caller's, else its first listed group's, else the default.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+import anthropic
 import httpx2
 import pytest
 from gateway_policies import PolicyConfigError, load_document
@@ -20,7 +22,7 @@ from policy_gateway.auth.gateway_keys import SecretFormatError, parse_gateway_ke
 
 from .conftest import KEYS_SECRET, UPSTREAM_KEY, UPSTREAM_SECRET, PutSecret
 from .support.client import HEADERS, request_body
-from .support.fake_upstream import FakeUpstream
+from .support.fake_upstream import MODEL, FakeUpstream, Reply
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.sdk import ask, client
 
@@ -176,3 +178,28 @@ def test_every_chain_of_the_document_is_validated(callers: object, problem: str)
     with pytest.raises(PolicyConfigError) as refused:
         load_document({"policies": [], "callers": callers})
     assert problem in str(refused.value)
+
+
+def test_the_fallback_judges_the_callers_own_chain(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
+) -> None:
+    """A non-bypassable policy in one caller's chain holds the fallback for that caller only."""
+    set_flag("true")
+    guarded, plain = "sk-ant-guarded-0123456789abcdef", "sk-ant-plain-0123456789abcdef"
+    rewrite = {"policy": "rewrite_model", "options": {"map": {MODEL: "claude-retired"}}}
+    document = {
+        "policies": [rewrite],
+        "callers": {
+            key_caller(guarded.encode()): {
+                "policies": [rewrite, {"policy": "tests.support.policies:GuardedRewrite"}]
+            }
+        },
+    }
+    url = make_gateway(policy_config=json.dumps(document))
+    upstream.script(Reply.error(404, "not_found_error"))
+    with pytest.raises(anthropic.NotFoundError):
+        ask(client(url, api_key=guarded), False)
+    assert len(upstream.requests) == 1
+    upstream.script(Reply.error(404, "not_found_error"))
+    ask(client(url, api_key=plain), False)
+    assert [r.json["model"] for r in upstream.requests[1:]] == ["claude-retired", MODEL]
