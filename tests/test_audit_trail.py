@@ -40,31 +40,6 @@ PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 TTL = 0.5
 
 
-def counted(stdout: GatewayStdout, metric: str, **dimensions: str) -> float:
-    """The sum of `metric` over the EMF documents whose dimensions are exactly `dimensions`
-    (plus service), once at least one was printed."""
-
-    def documents() -> list[dict[str, Any]]:
-        found = []
-        for line in stdout.lines():
-            emf = line.get("_aws")
-            if not emf or metric not in line:
-                continue
-            (declared,) = emf["CloudWatchMetrics"]
-            (dimension_set,) = declared["Dimensions"]
-            wanted = {names.METRICS_SERVICE_DIMENSION, *dimensions}
-            if set(dimension_set) == wanted and all(line[k] == v for k, v in dimensions.items()):
-                found.append(line)
-        return found
-
-    stdout.until(lambda _: bool(documents()))
-    total = 0.0
-    for line in documents():
-        value = line[metric]
-        total += sum(value) if isinstance(value, list) else value
-    return total
-
-
 def tool_reply(streaming: bool, tool: str, args: dict[str, Any]) -> Reply:
     if streaming:
         events = stream(
@@ -97,8 +72,8 @@ def test_a_blocked_tool_call_is_on_the_call_line_and_counted(
         {"policy": "block_tool_calls", "action": "block", "tool": "bash"}
     ]
     assert (
-        counted(
-            gateway_stdout, names.METRIC_POLICY_ACTIONS, policy="block_tool_calls", action="block"
+        gateway_stdout.counted(
+            names.METRIC_POLICY_ACTIONS, policy="block_tool_calls", action="block"
         )
         == 1
     )
@@ -136,13 +111,13 @@ def test_a_redaction_and_a_cap_are_recorded_with_kinds_and_counts_never_the_secr
         {"policy": "cap_max_tokens", "action": "cap", "field": "max_tokens", "limit": 100},
     ]
     assert (
-        counted(
-            gateway_stdout, names.METRIC_POLICY_ACTIONS, policy="redact_secrets", action="redact"
+        gateway_stdout.counted(
+            names.METRIC_POLICY_ACTIONS, policy="redact_secrets", action="redact"
         )
         == 2
     )
     assert (
-        counted(gateway_stdout, names.METRIC_POLICY_ACTIONS, policy="cap_max_tokens", action="cap")
+        gateway_stdout.counted(names.METRIC_POLICY_ACTIONS, policy="cap_max_tokens", action="cap")
         == 1
     )
     assert SECRET not in gateway_stdout.text
@@ -166,7 +141,7 @@ def test_a_refusal_is_recorded_once_naming_the_policy(
             "error_type": "invalid_request_error",
         }
     ]
-    assert counted(gateway_stdout, names.METRIC_POLICY_REFUSALS) == 1
+    assert gateway_stdout.counted(names.METRIC_POLICY_REFUSALS) == 1
     assert upstream.requests == []
 
 
@@ -192,8 +167,8 @@ def test_json_usage_is_on_the_call_line_and_counted_by_model(
     (line,) = gateway_stdout.call_lines(1)
     assert {key: line[key] for key in ("model", *USAGE)} == {"model": "claude-answering-1", **USAGE}
     by_model = {"model": "claude-answering-1"}
-    assert counted(gateway_stdout, names.METRIC_INPUT_TOKENS, **by_model) == 1234
-    assert counted(gateway_stdout, names.METRIC_OUTPUT_TOKENS, **by_model) == 56
+    assert gateway_stdout.counted(names.METRIC_INPUT_TOKENS, **by_model) == 1234
+    assert gateway_stdout.counted(names.METRIC_OUTPUT_TOKENS, **by_model) == 56
 
 
 def usage_stream(cut_after: int | None = None) -> Reply:
@@ -271,7 +246,7 @@ def test_a_thousand_client_model_strings_make_a_bounded_model_dimension(
     }
     assert len(models) == names.MAX_MODEL_DIMENSIONS + 1
     assert names.MODEL_OTHER in models
-    assert counted(gateway_stdout, names.METRIC_INPUT_TOKENS, model=names.MODEL_OTHER) == 10 * (
+    assert gateway_stdout.counted(names.METRIC_INPUT_TOKENS, model=names.MODEL_OTHER) == 10 * (
         1000 - names.MAX_MODEL_DIMENSIONS
     )
 
@@ -383,6 +358,6 @@ def test_shadow_actions_are_counted_under_their_own_dimension_set(
         {"policy": "block_tool_calls", "action": "block", "tool": "read", "shadow": True},
     ]
     by = {"policy": "block_tool_calls", "action": "block"}
-    assert counted(gateway_stdout, names.METRIC_POLICY_ACTIONS, **by) == 1
+    assert gateway_stdout.counted(names.METRIC_POLICY_ACTIONS, **by) == 1
     shadowed = {**by, names.DIMENSION_MODE: names.MODE_SHADOW}
-    assert counted(gateway_stdout, names.METRIC_POLICY_ACTIONS, **shadowed) == 1
+    assert gateway_stdout.counted(names.METRIC_POLICY_ACTIONS, **shadowed) == 1

@@ -348,3 +348,53 @@ def test_budget_zero_is_announced_at_start(tmp_path: Path, upstream_url: str) ->
     with gateway_process(env, stdout_path=log):
         pass
     assert "FALLBACK_BUDGET=0, the fallback never fires" in log.read_text()
+
+
+def test_policy_validate_diff_and_show_display_a_callers_chain(tmp_path: Path, ssm: Any) -> None:
+    document = {
+        "policies": [{"policy": "noop"}],
+        "callers": {
+            "bob": {"policies": [{"policy": "cap_max_tokens", "options": {"max": 10}}]},
+            "group:contractors": {
+                "policies": [
+                    {"policy": "strip_tools", "options": {"names": ["bash"]}},
+                    {"policy": "noop", "mode": "shadow"},
+                ]
+            },
+        },
+    }
+    path = tmp_path / "document.json"
+    path.write_text(json.dumps(document))
+    checked = cli(
+        "policy", "validate", str(path), "--caller", "alice", "--groups", "interns,contractors"
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.splitlines() == [
+        f"{path}: 1 policies: noop; callers: bob, group:contractors",
+        "alice (groups: interns, contractors) gets the 'group:contractors' chain:"
+        " 1 policies: strip_tools; shadow: noop",
+    ]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**document, "callers": {"bob": {"policies": [{"policy": "nope"}]}}}))
+    refused = cli("policy", "validate", str(bad))
+    assert refused.returncode == 2
+    assert "callers['bob'].policies[0]" in _one_line(refused)
+    assert cli("init").returncode == 0
+    diffed = cli("policy", "diff", str(path), "--caller", "bob")
+    assert diffed.returncode == 0, diffed.stderr
+    assert diffed.stdout.splitlines()[-1] == (
+        f"with {path}, bob gets the 'bob' chain: 1 policies: cap_max_tokens"
+    )
+    status_of(cli("policy", "set", str(path)))
+    shown = status_of(cli("policy", "show", "--caller", "bob"))
+    assert shown["resolution"] == {
+        "caller": "bob",
+        "groups": [],
+        "chain": "bob",
+        "policies": ["cap_max_tokens"],
+        "shadow": [],
+    }
+    grouped = status_of(cli("policy", "show", "--caller", "zed", "--groups", "contractors"))
+    assert grouped["resolution"]["chain"] == "group:contractors"
+    assert grouped["resolution"]["shadow"] == ["noop"]
+    assert status_of(cli("policy", "show", "--caller", "zed"))["resolution"]["chain"] == "default"

@@ -56,6 +56,7 @@ SHARED: dict[str, frozenset[str]] = {
     # What a policy is made of: the built-in policies and the runtime use it like any author.
     "gateway_policies": frozenset(
         {
+            "actions",
             "base",
             "exceptions",
             "numbers",

@@ -78,8 +78,11 @@ def test_a_changed_parameter_applies_within_the_ttl(
         "{not json",
         json.dumps({"policies": [{"policy": "no_such_policy"}]}),
         policy_chain(("cap_max_tokens", {"max": -1})),
+        json.dumps(
+            {"policies": [], "callers": {"bob": {"policies": [{"policy": "no_such_policy"}]}}}
+        ),
     ],
-    ids=["json", "unknown-policy", "bad-options"],
+    ids=["json", "unknown-policy", "bad-options", "bad-caller-chain"],
 )
 def test_a_broken_config_keeps_the_last_good_chain_and_is_counted(
     make_gateway: GatewayFactory,

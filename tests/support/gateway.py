@@ -7,6 +7,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from policy_gateway import names
+
 from .clock import eventually
 from .servers import json_lines
 
@@ -57,3 +59,29 @@ class GatewayStdout:
         """The calls' log lines ("call finished"), once `count` of them were written."""
         self.until(lambda text: text.count('"call finished"') >= count)
         return [line for line in self.lines() if line.get("message") == "call finished"]
+
+    def counted(self, metric: str, **dimensions: str) -> float:
+        """The sum of `metric` over the EMF documents whose dimensions are exactly `dimensions`
+        (plus service), once at least one was printed."""
+
+        def documents() -> list[dict[str, Any]]:
+            found = []
+            for line in self.lines():
+                emf = line.get("_aws")
+                if not emf or metric not in line:
+                    continue
+                (declared,) = emf["CloudWatchMetrics"]
+                (dimension_set,) = declared["Dimensions"]
+                wanted = {names.METRICS_SERVICE_DIMENSION, *dimensions}
+                if set(dimension_set) == wanted and all(
+                    line[k] == v for k, v in dimensions.items()
+                ):
+                    found.append(line)
+            return found
+
+        self.until(lambda _: bool(documents()))
+        total = 0.0
+        for line in documents():
+            value = line[metric]
+            total += sum(value) if isinstance(value, list) else value
+        return total

@@ -122,3 +122,30 @@ class BusyUntilReleased(Policy):
         spins = 0
         while not BUSY_RELEASED.is_set() and spins < 50_000_000:
             spins += 1
+
+
+class TagOptions(PolicyOptions):
+    tag: str
+
+
+class Tag(Policy[TagOptions]):
+    """Stamps which chain ran, and the caller and groups it saw, into `metadata.user_id`."""
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        seen = f"{self.options.tag}|{ctx.caller}|{','.join(ctx.caller_groups)}"
+        request["metadata"] = {"user_id": seen}
+
+
+class Explode(Policy):
+    """Raises in every hook: a broken policy."""
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        request["model"] = "claude-exploded"
+        raise RuntimeError("boom")
+
+    async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
+        response["content"] = []
+        raise RuntimeError("boom")
+
+    async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
+        raise RuntimeError("boom")

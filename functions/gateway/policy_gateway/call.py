@@ -92,6 +92,10 @@ class Call:
     fallback: str = FALLBACK_NONE
     disconnected: bool = False
     caller: str | None = None
+    caller_groups: tuple[str, ...] = ()
+    """The caller's groups (a gateway key's `"groups"`): which per-caller chain applies."""
+    chain: str | None = None
+    """Which chain of the policy document the call used: "default", a caller, "group:<g>"."""
     upstream_request_id: str | None = None
     contexts: list[PolicyContext] = field(default_factory=list, repr=False)
     """Every policy context the call ran the chain with (request, answer, batch entries)."""

@@ -1,6 +1,7 @@
-"""Where the active policy chain comes from, and what happens when it is broken.
+"""Where the active policy document comes from, and what happens when it is broken.
 
-The chain JSON is read from the SSM parameter named by POLICY_CONFIG_PARAMETER
+The document (the default chain and any per-caller chains, runtime/document.py)
+is JSON read from the SSM parameter named by POLICY_CONFIG_PARAMETER
 (live: re-read every TTL) or from inline POLICY_CONFIG; the parameter wins.
 A bad config never takes the gateway down: the last good chain keeps serving,
 the error is logged and counted; so does an SSM that errors or stalls (see
@@ -8,12 +9,14 @@ the error is logged and counted; so does an SSM that errors or stalls (see
 no good chain ever loaded, requests fail closed: running without the
 operator's policies would silently weaken them.
 
-Each chain has a version, which every call line carries (`chain_version`):
+Each document has one version, whatever chain of it a call uses, which every
+call line carries (`chain_version`, beside `chain`, the chain used):
 `v<SSM parameter version>:<hash>` from SSM, `inline:<hash>` from
 POLICY_CONFIG, `none` without either; the hash is the first 8 hex digits of
-the SHA-256 of the chain's text. Each load logs `policy chain loaded` once:
-at start, on a live change (a new version, not every re-read of the same
-one), and each time a bad config leaves the last good chain in force.
+the SHA-256 of the document's text. Each load logs `policy chain loaded` once
+(the default chain's policy names, and the keys of its `callers` chains): at
+start, on a live change (a new version, not every re-read of the same one),
+and each time a bad config leaves the last good document in force.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gateway_policies import PolicyChain, PolicyConfigError, load_chain
+from gateway_policies import PolicyConfigError, PolicyDocument, load_document
 
 from . import names
 from .errors import GatewayError
@@ -39,10 +42,10 @@ NO_CONFIG_VERSION = "none"
 
 
 @dataclass(frozen=True)
-class LoadedChain:
-    """A chain and the version of the configuration it was built from."""
+class LoadedDocument:
+    """A policy document (every chain of it) and the version of the text it was built from."""
 
-    chain: PolicyChain
+    document: PolicyDocument
     version: str
 
 
@@ -62,27 +65,29 @@ class PolicySource:
     ) -> None:
         self._parameter = parameter
         self._reader = reader
-        self._static: LoadedChain | None = None
-        self._cache: TTLCache[LoadedChain | None] | None = None
+        self._static: LoadedDocument | None = None
+        self._cache: TTLCache[LoadedDocument | None] | None = None
         self._logged: str | None = None
         self.version: str | None = None
-        """The version of the chain in force now, None before one loaded."""
+        """The version of the document in force now, None before one loaded."""
         if parameter:
             self._cache = TTLCache(self._load_parameter, ttl, self._keep_last_good, clock)
         elif inline:
             try:
-                self._static = self._loaded(load_chain(inline), chain_version(inline, None))
+                self._static = self._loaded(load_document(inline), chain_version(inline, None))
             except PolicyConfigError as exc:
                 logger.error("inline policy config is invalid", extra={"error": str(exc)})
         else:
-            self._static = self._loaded(PolicyChain(), NO_CONFIG_VERSION)
+            self._static = self._loaded(PolicyDocument(), NO_CONFIG_VERSION)
 
-    def _load_parameter(self) -> LoadedChain | None:
+    def _load_parameter(self) -> LoadedDocument | None:
         assert self._parameter is not None
         read = self._reader(self._parameter)
-        return self._loaded(load_chain(read.value), chain_version(read.value, read.version))
+        return self._loaded(load_document(read.value), chain_version(read.value, read.version))
 
-    def _loaded(self, chain: PolicyChain, version: str, *, kept: bool = False) -> LoadedChain:
+    def _loaded(
+        self, document: PolicyDocument, version: str, *, kept: bool = False
+    ) -> LoadedDocument:
         """Log the load when it is news: a new version, or the last good one kept."""
         self.version = version
         if kept or version != self._logged:
@@ -91,14 +96,15 @@ class PolicySource:
                 names.LOG_POLICY_CHAIN_LOADED,
                 extra={
                     "chain_version": version,
-                    "policies": chain.names,
+                    "policies": document.default.names,
+                    "callers": document.caller_keys,
                     "parameter": self._parameter,
                     "kept_last_good": kept,
                 },
             )
-        return LoadedChain(chain, version)
+        return LoadedDocument(document, version)
 
-    def _keep_last_good(self, exc: Exception, last: LoadedChain | None) -> LoadedChain | None:
+    def _keep_last_good(self, exc: Exception, last: LoadedDocument | None) -> LoadedDocument | None:
         metrics.count(names.METRIC_POLICY_CONFIG_ERRORS)
         logger.error(
             "policy config unusable; keeping the last good chain"
@@ -112,23 +118,22 @@ class PolicySource:
         )
         if last is None:
             return None
-        return self._loaded(last.chain, last.version, kept=True)
+        return self._loaded(last.document, last.version, kept=True)
 
-    async def current(self) -> LoadedChain | None:
-        """The chain in force and its version, None when no good chain was ever loaded."""
+    async def current(self) -> LoadedDocument | None:
+        """The document in force and its version, None when no good one was ever loaded."""
         return await self._cache.get() if self._cache is not None else self._static
 
-    async def load(self) -> PolicyChain | None:
-        """The chain in force, None when no good chain was ever loaded."""
+    async def load(self) -> PolicyDocument | None:
+        """The document in force, None when no good one was ever loaded."""
         loaded = await self.current()
-        return None if loaded is None else loaded.chain
+        return None if loaded is None else loaded.document
 
-    async def loaded(self) -> LoadedChain:
+    async def loaded(self) -> LoadedDocument:
+        """The document in force and its version; a 500 when no good one was ever loaded
+        (a call's chain is the document's `resolve`: see Gateway.chain)."""
         loaded = await self.current()
         if loaded is None:
             # A fresh error per call: a shared instance would keep every raise's frames.
             raise GatewayError(500, NO_CHAIN_MESSAGE, "api_error")
         return loaded
-
-    async def chain(self) -> PolicyChain:
-        return (await self.loaded()).chain

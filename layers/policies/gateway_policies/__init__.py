@@ -19,7 +19,8 @@ from .actions import ACTIONS, PolicyAction
 from .base import JSONObject, Policy, PolicyContext, StreamEvent, UpstreamErrorInfo
 from .exceptions import PolicyConfigError, PolicyFailure, PolicyViolation
 from .runtime.chain import PolicyChain
-from .runtime.loader import BUILTIN_POLICIES, load_chain
+from .runtime.document import PolicyDocument
+from .runtime.loader import BUILTIN_POLICIES, load_chain, load_document
 from .text import TextRewriter, response_text_slots, rewrite_text, text_slots
 from .tool_gate import ToolCallGate, canonical_input
 
@@ -35,6 +36,7 @@ __all__ = [
     "PolicyChain",
     "PolicyConfigError",
     "PolicyContext",
+    "PolicyDocument",
     "PolicyFailure",
     "PolicyOptions",
     "PolicyViolation",
@@ -44,6 +46,7 @@ __all__ = [
     "UpstreamErrorInfo",
     "canonical_input",
     "load_chain",
+    "load_document",
     "response_text_slots",
     "rewrite_text",
     "text_slots",

@@ -56,6 +56,8 @@ class Credentials:
     caller: str | None = None
     """Who called, never a secret: the gateway key's name (gateway_key mode) or a
     digest of the client's key (passthrough), for the logs and the fallback budget."""
+    caller_groups: tuple[str, ...] = ()
+    """The groups of the gateway key presented (its `"groups"` in the keys secret)."""
 
     def scrub(self, body: bytes) -> bytes:
         """Blank out any credential of this call that an upstream error body repeats."""
@@ -221,8 +223,8 @@ class GatewayKeyAuth:
         if valid is None:
             raise _unavailable()
         presented = _presented(raw)
-        caller = match_key(presented, valid)
-        if caller is None:
+        key = match_key(presented, valid)
+        if key is None:
             metrics.count(names.METRIC_AUTH_FAILURES)
             logger.warning("gateway key rejected", extra={"presented": len(presented)})
             raise GatewayError(
@@ -231,12 +233,12 @@ class GatewayKeyAuth:
                 "authentication_error",
             )
         if self._upstream_key is None:
-            return Credentials([], _secrets(presented), caller)
+            return Credentials([], _secrets(presented), key.name, key.groups)
         api_key = await self._upstream_key.get()
         if api_key is None:
             raise _unavailable()
         secrets = _secrets([*presented, api_key.encode()])
-        return Credentials([("x-api-key", api_key)], secrets, caller)
+        return Credentials([("x-api-key", api_key)], secrets, key.name, key.groups)
 
 
 def authenticator(config: settings.Settings, key: UpstreamKey | None) -> Authenticator:

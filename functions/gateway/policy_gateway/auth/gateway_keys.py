@@ -31,17 +31,20 @@ def _digest(value: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class GatewayKey:
-    """A valid key, kept only as its digest, and the name the logs show for its holder."""
+    """A valid key, kept only as its digest, the name the logs show for its holder, and
+    the groups its holder belongs to (which per-caller policy chains apply)."""
 
     digest: bytes
     name: str
+    groups: tuple[str, ...] = ()
 
 
 def parse_gateway_keys(text: str) -> tuple[GatewayKey, ...]:
     """The valid keys in `{"keys": [...]}`, `[...]` or `{"name": ..., "key": "..."}`.
 
-    List entries are bare strings or `{"name": ..., "key": "..."}` objects. The
-    single-object shape is what CloudFormation's GenerateSecretString writes
+    List entries are bare strings or `{"name": ..., "key": "...", "groups": [...]}`
+    objects (`groups` optional: a list of non-empty strings). The single-object
+    shape is what CloudFormation's GenerateSecretString writes
     (`SecretStringTemplate` `{"name": ...}` plus `GenerateStringKey` `key`).
     """
     try:
@@ -54,8 +57,10 @@ def parse_gateway_keys(text: str) -> tuple[GatewayKey, ...]:
         raise SecretFormatError(_KEYS_SHAPE)
     keys: list[GatewayKey] = []
     for position, entry in enumerate(value):
+        groups: tuple[str, ...] = ()
         if isinstance(entry, dict):
             key, name = entry.get("key"), entry.get("name", f"key-{position}")
+            groups = _groups(entry.get("groups", []), name)
         else:
             key, name = entry, f"key-{position}"
         if not isinstance(key, str) or not isinstance(name, str):
@@ -70,28 +75,37 @@ def parse_gateway_keys(text: str) -> tuple[GatewayKey, ...]:
                 f"gateway key {name!r} is shorter than {MIN_SECRET_LENGTH} characters;"
                 " use a longer, random key"
             )
-        keys.append(GatewayKey(_digest(key.strip().encode()), name))
+        keys.append(GatewayKey(_digest(key.strip().encode()), name, groups))
     if not keys:
         raise SecretFormatError("gateway keys secret holds no usable key")
     return tuple(keys)
 
 
+def _groups(value: object, name: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(group, str) and group.strip() for group in value
+    ):
+        # The name is safe to show; the key is never part of the message.
+        raise SecretFormatError(f"gateway key {name!r}: groups must be a list of non-empty strings")
+    return tuple(group.strip() for group in value)
+
+
 _KEYS_SHAPE = (
     'gateway keys secret must be {"keys": [...]}, a JSON list, or {"name": ..., "key": "..."};'
-    ' list entries are strings or {"name": ..., "key": "..."}'
+    ' list entries are strings or {"name": ..., "key": "...", "groups": [...]}'
 )
 
 
-def match_key(presented: Sequence[bytes], valid: Sequence[GatewayKey]) -> str | None:
-    """The name of the key presented, if any.
+def match_key(presented: Sequence[bytes], valid: Sequence[GatewayKey]) -> GatewayKey | None:
+    """The key presented, if any.
 
     Every presented value is compared with every key, with no early exit,
     so the time taken says nothing about which key (if any) came close.
     """
-    found: str | None = None
+    found: GatewayKey | None = None
     for value in presented:
         digest = _digest(value)
         for key in valid:
             if hmac.compare_digest(digest, key.digest):
-                found = key.name
+                found = key
     return found

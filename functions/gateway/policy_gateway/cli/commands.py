@@ -79,13 +79,17 @@ def flag(args: argparse.Namespace) -> int:
 
 
 def policy(args: argparse.Namespace) -> int:
+    from . import resolution
     from .operator_targets import resolve
     from .policy_file import chain_diff, read_chain_file
 
     if args.action != "show" and not args.file:
         raise SystemExit(f"policy {args.action} needs a FILE")
     if args.action == "validate":
-        print(f"{args.file}: {read_chain_file(args.file).summary}")
+        checked = read_chain_file(args.file)
+        print(f"{args.file}: {checked.summary}")
+        if args.caller:
+            print(resolution.line(checked.document, args))
         return 0
     proposed = read_chain_file(args.file) if args.file else None
     targets = resolve(args.stack, args.region)
@@ -96,6 +100,8 @@ def policy(args: argparse.Namespace) -> int:
         label = f"{name} (version {live['Version']})"
         lines = chain_diff(live["Value"], label, proposed)
         print("\n".join(lines) if lines else f"no change: {proposed.path} matches {label}")
+        if args.caller:
+            print(f"with {proposed.path}, {resolution.line(proposed.document, args)}")
         return 0
     if args.action == "set" and proposed:
         ssm.put_parameter(Name=name, Value=proposed.text, Type="String", Overwrite=True)
@@ -104,6 +110,8 @@ def policy(args: argparse.Namespace) -> int:
     status = _parameter_status(live, targets.config.policy_config_ttl)
     status["gateway_ttl_seconds"] = targets.config.policy_config_ttl
     status["gateway_ttl_from"] = targets.setting_source(settings.ENV_POLICY_CONFIG_TTL)
+    if args.caller:
+        status.update(resolution.shown(live["Value"], args))
     print(json.dumps(status, indent=2))
     return 0
 

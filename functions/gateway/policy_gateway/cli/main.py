@@ -4,6 +4,7 @@
                          [--embedded-ssm-port P]
     policy-gateway flag on|off|status [--stack NAME] [--region R]
     policy-gateway policy show|validate FILE|diff FILE|set FILE [--stack NAME] [--region R]
+                          [--caller NAME [--groups G1,G2]]
     policy-gateway init [--stack NAME] [--region R] [--secrets]
     policy-gateway doctor --stack NAME [--region R] [--url URL]
     policy-gateway budget CALLER|top [--limit N] [--stack NAME] [--region R]
@@ -130,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     chain.add_argument("action", choices=["show", "validate", "diff", "set"])
     chain.add_argument("file", nargs="?")
     _targeted(chain)
+    chain.add_argument("--caller", help="also show which chain of the document this caller gets")
+    chain.add_argument("--groups", help="the caller's groups, comma-separated, in order")
     chain.set_defaults(handler=policy)
     setup = commands.add_parser(
         "init", help="create the flag and policy chain parameters if absent (never overwrites)"

@@ -1,7 +1,8 @@
 """A policy chain file as the operator hands it in: read, validated, compared with the live one.
 
-Validation is the gateway's own (gateway_policies.load_chain builds every
-policy with its options), so a file that passes here loads in the gateway.
+Validation is the gateway's own (gateway_policies.load_document builds every
+policy of every chain, the callers' too, with its options), so a file that
+passes here loads in the gateway.
 """
 
 from __future__ import annotations
@@ -9,35 +10,49 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .operator_errors import OperatorError
+
+if TYPE_CHECKING:
+    from gateway_policies import PolicyChain, PolicyDocument
+
+
+def chain_summary(chain: PolicyChain) -> str:
+    """One chain in a line: its enforced policies in order, then its shadow ones."""
+    shadow = [policy.label for policy in chain.shadow.policies]
+    if not chain.names and not shadow:
+        return "an empty chain: no policy runs, requests go upstream unchanged"
+    enforced = f"{len(chain.names)} policies: {', '.join(chain.names) or 'none'}"
+    return f"{enforced}; shadow: {', '.join(shadow)}" if shadow else enforced
 
 
 @dataclass(frozen=True)
 class ChainFile:
     path: str
     text: str
-    names: list[str]
+    document: PolicyDocument
 
     @property
     def summary(self) -> str:
-        if not self.names:
-            return "an empty chain: no policy runs, requests go upstream unchanged"
-        return f"{len(self.names)} policies: {', '.join(self.names)}"
+        """The default chain, and the `callers` keys that have their own."""
+        default = chain_summary(self.document.default)
+        keys = self.document.caller_keys
+        return f"{default}; callers: {', '.join(keys)}" if keys else default
 
 
 def read_chain_file(path: str) -> ChainFile:
-    from gateway_policies import PolicyConfigError, load_chain
+    from gateway_policies import PolicyConfigError, load_document
 
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     try:
-        chain = load_chain(text)
+        document = load_document(text)
     except PolicyConfigError as exc:
         raise OperatorError(
             f"{path} is not a valid policy chain: {exc}", "fix the file", exit_code=2
         ) from None
-    return ChainFile(path, text, chain.names)
+    return ChainFile(path, text, document)
 
 
 def _canonical(text: str) -> list[str]:

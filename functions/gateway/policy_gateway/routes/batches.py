@@ -106,7 +106,7 @@ async def _prepare(
     """Parse, run the request chain on every entry, serialize: the batch to send."""
     batch = parse_object(original)
     entries = _entries(batch)
-    if chain.has_request_hooks:
+    if chain.reads_request:
         for index, (custom_id, params) in enumerate(entries):
             await _apply(chain, params, new_context(), _entry_name(custom_id, index))
     return dump_json(batch)

@@ -48,8 +48,8 @@ class Gateway:
         self, call: Call, *, endpoint: str = "messages", kept: bool = True
     ) -> PolicyContext:
         """A fresh context for one run of the chain (one request, one batch entry, one result),
-        kept on the call so its actions reach the call's log line (unless `kept` is False:
-        the caller then keeps it once it holds actions).
+        naming the call's caller and groups, kept on the call so its actions reach the call's
+        log line (unless `kept` is False: the caller then keeps it once it holds actions).
 
         Not streaming: the Messages route says so once it has parsed the body.
         """
@@ -59,22 +59,27 @@ class Gateway:
             stream=False,
             call_id=call.call_id,
             upstream_api_key=None if key is None else key.get,
+            caller=call.caller,
+            caller_groups=call.caller_groups,
         )
         if kept:
             call.contexts.append(ctx)
         return ctx
 
     async def chain(self, call: Call) -> PolicyChain:
-        """The chain in force, its version noted on the call; a 500 when none ever loaded."""
+        """The call's chain (its caller's, its group's or the default), its name and the
+        document's version noted for its log line; a 500 when no document ever loaded."""
         loaded = await self.policies.loaded()
+        chain = loaded.document.resolve(call.caller, call.caller_groups)
         call.chain_version = loaded.version
-        return loaded.chain
+        call.chain = chain.name
+        return chain
 
     async def warm(self) -> None:
         """Make the AWS reads a first call would otherwise make, so that init pays for them.
 
-        The chain (from SSM when configured so), the fallback flag when a
-        fallback is possible (the chain has request hooks), and the secrets in
+        The policy document (from SSM when configured so), the fallback flag when a
+        fallback is possible (one of its chains has request hooks), and the secrets in
         `gateway_key` mode. Each read is bounded (`parameters.READ_DEADLINE_SECONDS`)
         and a failed one is handled as on any call: a gateway whose chain could
         not load is ready to refuse calls, exactly as it would after start-up.
@@ -82,8 +87,8 @@ class Gateway:
         await asyncio.gather(self.auth.warm(), self._warm_policies())
 
     async def _warm_policies(self) -> None:
-        chain = await self.policies.load()
-        if chain is not None and chain.has_request_hooks:
+        document = await self.policies.load()
+        if document is not None and any(chain.has_request_hooks for chain in document.chains):
             await self.fallback.flag.enabled()
 
 
@@ -145,6 +150,9 @@ class GatewayEndpoint:
         # caller best; else the gateway key's name or the client key's digest.
         principal = call.invocation.iam_principal
         call.caller = call.invocation.iam_caller or call.credentials.caller
+        if call.caller == call.credentials.caller:
+            # Groups belong to a gateway key: an IAM-signed caller has none.
+            call.caller_groups = call.credentials.caller_groups
         if call.caller:
             bind_call_key("caller", call.caller)
         if principal and principal != call.caller:
@@ -279,6 +287,7 @@ def _finish(call: Call) -> None:
             # A retry the deadline or a disconnect cut short never finished.
             "fallback": FALLBACK_FAILED if call.fallback == FALLBACK_RETRYING else call.fallback,
             "caller": call.caller,
+            "chain": call.chain,
             "upstream_request_id": call.upstream_request_id,
             "latency_ms": round(elapsed_ms, 2),
             **audited,

@@ -9,6 +9,7 @@ fallback) → the response hooks
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation
 
@@ -37,7 +38,7 @@ class MessagesEndpoint(GatewayEndpoint):
         ctx = gateway.policy_context(call, endpoint=self._endpoint)
         prepare = _prepare(call.original, chain, ctx)
         try:
-            if chain.has_request_hooks or len(call.original) > OFFLOAD_BODY_BYTES:
+            if chain.reads_request or len(call.original) > OFFLOAD_BODY_BYTES:
                 prepared = await offload.run(prepare)
             else:
                 prepared = await prepare
@@ -62,11 +63,14 @@ async def _prepare(original: bytes, chain: PolicyChain, ctx: PolicyContext) -> P
     """
     request = parse_object(original)
     stream = ctx.stream = ctx.endpoint == "messages" and request.get("stream") is True
-    if not chain.has_request_hooks:
+    if not chain.reads_request:
         return PreparedRequest(original, original, request, chain, ctx, dump_json)
     await chain.apply_request(request, ctx)
     if (request.get("stream") is True) != stream:
         raise PolicyFailure("<chain>", "on_request: changed 'stream'")
+    if not chain.has_request_hooks:
+        # Shadow policies alone changed nothing: the original goes as it came.
+        return PreparedRequest(original, original, request, chain, ctx, dump_json)
     await repair.before_sending(original, request, chain, ctx)
     return PreparedRequest(original, dump_json(request), request, chain, ctx, dump_json)
 
@@ -75,25 +79,40 @@ async def _relay_json(
     upstream: UpstreamResponse, body: bytes, chain: PolicyChain, ctx: PolicyContext, call: Call
 ) -> None:
     usage_owed = ctx.endpoint == "messages" and upstream.status == 200
-    if watched(chain) and ctx.endpoint == "messages":
-        try:
-            response = json.loads(body)
-        except (ValueError, RecursionError):
-            response = None
-        if not isinstance(response, dict):
+    if ctx.endpoint == "messages" and (watched(chain) or chain.reads_response):
+        response = _parsed(body)
+        if response is not None:
+            if usage_owed:
+                # The upstream's usage, before any policy could change the answer.
+                add_message_usage(call.usage, response)
+                usage_owed = False
+            body = await _judged(body, response, chain, ctx)
+        elif watched(chain):
             # What the response policies cannot read must not reach the client unseen.
             raise GatewayError(*UNREADABLE)
-        if usage_owed:
-            # The upstream's usage, before any policy could change the answer.
-            add_message_usage(call.usage, response)
-            usage_owed = False
-        if chain.has_response_hooks:
-            try:
-                await chain.apply_response(response, ctx)
-            except (PolicyViolation, PolicyFailure) as exc:
-                raise policy_error(exc, ctx) from None
-            body = dump_json(response)
+        # Else only shadow policies would have read it, and they never fail a call.
     await call.respond(upstream.status, body, upstream.headers)
     if usage_owed:
         # Parsed after the answer went out, so the client never waits for it.
         add_body_usage(call.usage, body)
+
+
+def _parsed(body: bytes) -> dict[str, Any] | None:
+    try:
+        response = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return response if isinstance(response, dict) else None
+
+
+async def _judged(
+    body: bytes, response: dict[str, Any], chain: PolicyChain, ctx: PolicyContext
+) -> bytes:
+    """The body the client gets once the response policies have judged `response`, parsed
+    from `body`: as it came when only shadow policies read it."""
+    if chain.reads_response:
+        try:
+            await chain.apply_response(response, ctx)
+        except (PolicyViolation, PolicyFailure) as exc:
+            raise policy_error(exc, ctx) from None
+    return dump_json(response) if chain.has_response_hooks else body

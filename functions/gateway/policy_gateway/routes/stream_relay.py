@@ -126,7 +126,7 @@ class StreamRelay:
             await self._admit(last)
         if not self.ended:
             raise GatewayError(*CUT_SHORT)
-        if self.chain.filters_stream:
+        if self.chain.reads_stream:
             await self._deliver(await self.chain.apply_stream_end(self.ctx))
         if not self.committed:
             raise GatewayError(502, "No event of the upstream stream was left to relay.")
@@ -146,7 +146,7 @@ class StreamRelay:
         await self._emit(events)
 
     async def _emit(self, events: list[StreamEvent]) -> None:
-        if not self.chain.filters_stream:
+        if not self.chain.reads_stream:
             await self._deliver(events)
             return
         passed: list[StreamEvent] = []

@@ -10,13 +10,32 @@ from typing import Any
 from ..base import JSONObject, Policy, PolicyContext, StreamEvent, UpstreamErrorInfo
 from ..exceptions import PolicyFailure, PolicyViolation
 from .diff import MISSING, Location, format_path, resolve
+from .shadow import SHADOW_TIMEOUT_SECONDS, ShadowPolicies
+
+DEFAULT_CHAIN = "default"
+"""The name of a document's default chain; a caller's chain is named by its `callers` key."""
 
 
 class PolicyChain:
-    """An ordered, immutable list of configured policies."""
+    """An ordered, immutable list of configured policies, and its shadow-mode ones.
 
-    def __init__(self, policies: Sequence[Policy[Any]] = ()) -> None:
+    `policies` are enforced, in order; `shadow` ones run after them on copies
+    (runtime/shadow.py) and never change the call. Everything the fallback
+    reads (`bypassable`, `has_request_hooks`, the attribution) is about the
+    enforced policies alone.
+    """
+
+    def __init__(
+        self,
+        policies: Sequence[Policy[Any]] = (),
+        *,
+        shadow: Sequence[Policy[Any]] = (),
+        name: str = DEFAULT_CHAIN,
+        shadow_timeout: float = SHADOW_TIMEOUT_SECONDS,
+    ) -> None:
         self.policies: tuple[Policy[Any], ...] = tuple(policies)
+        self.shadow = ShadowPolicies(shadow, shadow_timeout)
+        self.name = name
         self._request = [p for p in self.policies if p.implements("on_request")]
         self._response = [p for p in self.policies if p.implements("on_response")]
         self._stream = [
@@ -32,8 +51,21 @@ class PolicyChain:
 
     @property
     def has_request_hooks(self) -> bool:
-        """False when no policy has a request hook: the body can go upstream as received."""
+        """False when no enforced policy has a request hook: the body goes upstream as received."""
         return bool(self._request)
+
+    @property
+    def reads_request(self) -> bool:
+        """Whether `apply_request` has anything to run, enforced or shadow."""
+        return bool(self._request) or self.shadow.reads_request
+
+    @property
+    def reads_response(self) -> bool:
+        return bool(self._response) or self.shadow.reads_response
+
+    @property
+    def reads_stream(self) -> bool:
+        return bool(self._stream) or self.shadow.reads_stream
 
     @property
     def has_response_hooks(self) -> bool:
@@ -86,14 +118,21 @@ class PolicyChain:
         for policy in self._request:
             async with _guard(policy, "on_request"):
                 await policy.on_request(request, ctx)
+        if self.shadow.reads_request:
+            await self.shadow.on_request(request, ctx)
 
     async def apply_response(self, response: JSONObject, ctx: PolicyContext) -> None:
         for policy in self._response:
             async with _guard(policy, "on_response"):
                 await policy.on_response(response, ctx)
+        if self.shadow.reads_response:
+            await self.shadow.on_response(response, ctx)
 
     async def apply_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
-        return await self._through(self._stream, [event], ctx)
+        out = await self._through(self._stream, [event], ctx)
+        if self.shadow.reads_stream:
+            await self.shadow.on_stream_events(out, ctx)
+        return out
 
     async def apply_stream_end(self, ctx: PolicyContext) -> list[StreamEvent]:
         """Flush each policy in order; what one flushes still passes the policies after it."""
@@ -102,6 +141,9 @@ class PolicyChain:
             async with _guard(policy, "on_stream_end"):
                 owed = await policy.on_stream_end(ctx)
             out.extend(await self._through(self._stream[index + 1 :], owed, ctx))
+        if self.shadow.reads_stream:
+            await self.shadow.on_stream_events(out, ctx)
+            await self.shadow.on_stream_end(ctx)
         return out
 
     @staticmethod

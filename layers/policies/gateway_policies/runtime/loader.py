@@ -1,6 +1,9 @@
-"""Build a PolicyChain from the chain JSON.
+"""Build a PolicyDocument (and its PolicyChains) from the chain JSON.
 
-Format: `{"policies": [{"policy": "<builtin name or module:Class>", "options": {...}}]}`.
+Format: `{"policies": [{"policy": "<builtin name or module:Class>", "options": {...}}],
+"callers": {"<caller>": {"policies": [...]}, "group:<g>": {"policies": [...]}}}`
+(`callers` optional); an entry may add `"mode": "shadow"` (default `"enforce"`).
+Every chain is validated; one bad chain refuses the whole document.
 Built-in policies are imported only when a chain names them, so a policy that
 is not configured costs nothing at cold start.
 """
@@ -14,7 +17,12 @@ from typing import Any
 
 from ..base import Policy
 from ..exceptions import PolicyConfigError
-from .chain import PolicyChain
+from .chain import DEFAULT_CHAIN, PolicyChain
+from .document import GROUP_PREFIX, PolicyDocument
+
+ENFORCE = "enforce"
+SHADOW = "shadow"
+"""A chain entry's `mode`: enforced (the default), or run on copies and only recorded."""
 
 BUILTIN_POLICIES: dict[str, str] = {
     "noop": "gateway_policies.builtin.noop:Noop",
@@ -63,8 +71,8 @@ def _build(kind: type[Policy[Any]], options: Mapping[str, Any]) -> Policy[Any]:
         raise PolicyConfigError(f"{kind.__name__} failed to set up ({type(exc).__name__})") from exc
 
 
-def load_chain(config: str | bytes | Mapping[str, Any]) -> PolicyChain:
-    """Parse and validate a chain; raise PolicyConfigError with a clear message."""
+def load_document(config: str | bytes | Mapping[str, Any]) -> PolicyDocument:
+    """Parse and validate a whole document; raise PolicyConfigError with a clear message."""
     if isinstance(config, str | bytes):
         try:
             config = json.loads(config)
@@ -72,18 +80,50 @@ def load_chain(config: str | bytes | Mapping[str, Any]) -> PolicyChain:
             raise PolicyConfigError(f"policy config is not valid JSON: {exc}") from exc
     if not isinstance(config, Mapping) or not isinstance(config.get("policies"), list):
         raise PolicyConfigError('policy config must be an object {"policies": [...]}')
-    policies: list[Policy[Any]] = []
-    for index, entry in enumerate(config["policies"]):
+    default = _chain(config["policies"], "policies", DEFAULT_CHAIN)
+    callers = config.get("callers", {})
+    if not isinstance(callers, Mapping):
+        raise PolicyConfigError('callers must be an object {"<caller>": {"policies": [...]}}')
+    by_caller: dict[str, PolicyChain] = {}
+    by_group: dict[str, PolicyChain] = {}
+    for key, entry in callers.items():
+        where = f"callers[{key!r}]"
+        group = key[len(GROUP_PREFIX) :] if key.startswith(GROUP_PREFIX) else None
+        if not key.strip() or (group is not None and not group.strip()):
+            raise PolicyConfigError(f"{where}: a caller or group name must not be empty")
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("policies"), list):
+            raise PolicyConfigError(f'{where} must be an object {{"policies": [...]}}')
+        if set(entry) - {"policies"}:
+            raise PolicyConfigError(f"{where} has unknown keys {sorted(set(entry) - {'policies'})}")
+        chain = _chain(entry["policies"], f"{where}.policies", key)
+        if group is None:
+            by_caller[key] = chain
+        else:
+            by_group[group] = chain
+    return PolicyDocument(default, by_caller, by_group)
+
+
+def load_chain(config: str | bytes | Mapping[str, Any]) -> PolicyChain:
+    """The default chain of a document, every chain of it validated (see load_document)."""
+    return load_document(config).default
+
+
+def _chain(entries: list[Any], where: str, name: str) -> PolicyChain:
+    by_mode: dict[str, list[Policy[Any]]] = {ENFORCE: [], SHADOW: []}
+    for index, entry in enumerate(entries):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("policy"), str):
-            raise PolicyConfigError(f"policies[{index}] needs a string 'policy'")
-        unknown = set(entry) - {"policy", "options"}
+            raise PolicyConfigError(f"{where}[{index}] needs a string 'policy'")
+        unknown = set(entry) - {"policy", "options", "mode"}
         if unknown:
-            raise PolicyConfigError(f"policies[{index}] has unknown keys {sorted(unknown)}")
+            raise PolicyConfigError(f"{where}[{index}] has unknown keys {sorted(unknown)}")
         options = entry.get("options") or {}
         if not isinstance(options, Mapping):
-            raise PolicyConfigError(f"policies[{index}].options must be an object")
+            raise PolicyConfigError(f"{where}[{index}].options must be an object")
+        mode = entry.get("mode", ENFORCE)
+        if not isinstance(mode, str) or mode not in by_mode:
+            raise PolicyConfigError(f"{where}[{index}].mode must be {ENFORCE!r} or {SHADOW!r}")
         try:
-            policies.append(_build(_resolve(entry["policy"]), options))
+            by_mode[mode].append(_build(_resolve(entry["policy"]), options))
         except PolicyConfigError as exc:
-            raise PolicyConfigError(f"policies[{index}]: {exc}") from exc
-    return PolicyChain(policies)
+            raise PolicyConfigError(f"{where}[{index}]: {exc}") from exc
+    return PolicyChain(by_mode[ENFORCE], shadow=by_mode[SHADOW], name=name)
