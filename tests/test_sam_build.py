@@ -429,10 +429,13 @@ def test_built_artifact_streams_through_run_sh(
     # The built artifact printed the same metric identity a deployed one would.
     emf = [json.loads(line) for line in log.read_text().splitlines() if line.startswith('{"_aws"')]
     assert emf, log.read_text()
-    directive = emf[-1]["_aws"]["CloudWatchMetrics"][0]
+    # The call's own metrics, the set the alarms name (policy actions and tokens come
+    # in documents of their own, with their own dimensions).
+    (calls,) = [document for document in emf if names.METRIC_REQUESTS in document]
+    directive = calls["_aws"]["CloudWatchMetrics"][0]
     assert directive["Namespace"] == names.METRICS_NAMESPACE
     assert directive["Dimensions"] == [["service"]]
-    assert emf[-1]["service"] == names.SERVICE_NAME
+    assert calls["service"] == names.SERVICE_NAME
     (span,) = xray.spans(expect=1)
     assert (span.name, span.xray_trace_id) == ("upstream policy attempt 1", root)
 
