@@ -219,14 +219,7 @@ class ToolCallGate(Policy[OptionsT]):
         state.held = None
         start = held[0].payload or {}
         block = start.get("content_block") or {}
-        tool, upstream = str(block.get("name")), _is_upstream(block)
-        if upstream:
-            state.withheld[str(block.get("id"))] = tool
-        else:
-            state.blocked += 1
-        self._record_block(ctx, tool, upstream)
-        text = blocked_text(self.label, tool, reason, upstream=upstream)
-        return _text_block(start.get("index"), text, None)
+        return self._replace_blocked(block, start.get("index"), None, reason, state, ctx)
 
     async def _release(
         self, held: list[StreamEvent], stop: StreamEvent, raw_input: str, ctx: PolicyContext
@@ -245,13 +238,27 @@ class ToolCallGate(Policy[OptionsT]):
             if not upstream:
                 state.kept += 1
             return [*held, stop]
+        return self._replace_blocked(block, held[0].json.get("index"), stop, reason, state, ctx)
+
+    def _replace_blocked(
+        self,
+        block: JSONObject,
+        index: Any,
+        stop: StreamEvent | None,
+        reason: str,
+        state: GateState,
+        ctx: PolicyContext,
+    ) -> list[StreamEvent]:
+        """A blocked streamed call as the text block that takes its place at `index`; a
+        server call's id is remembered so that its result block is withheld too."""
+        tool, upstream = str(block.get("name")), _is_upstream(block)
         if upstream:
             state.withheld[str(block.get("id"))] = tool
         else:
             state.blocked += 1
         self._record_block(ctx, tool, upstream)
         text = blocked_text(self.label, tool, reason, upstream=upstream)
-        return _text_block(held[0].json.get("index"), text, stop)
+        return _text_block(index, text, stop)
 
     def _record_block(self, ctx: PolicyContext, tool: str, upstream: bool) -> None:
         """The audit trail's entry for one blocked call: the tool's name, never its input."""

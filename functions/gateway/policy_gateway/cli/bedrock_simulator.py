@@ -55,7 +55,11 @@ def _refusal(request: Request) -> JSONResponse | None:
     return None
 
 
-async def _invoke_body(request: Request, count_tokens: bool) -> dict[str, Any] | JSONResponse:
+async def _accepted(request: Request, count_tokens: bool) -> dict[str, Any] | JSONResponse:
+    """The Messages API body of the request if Bedrock would take it, else Bedrock's refusal."""
+    refused = _refusal(request)
+    if refused is not None:
+        return refused
     try:
         body = json.loads(await request.body())
         if count_tokens:
@@ -94,10 +98,7 @@ async def _frames(message: dict[str, Any]) -> AsyncIterator[bytes]:
 
 
 async def invoke(request: Request) -> Response:
-    refused = _refusal(request)
-    if refused is not None:
-        return refused
-    body = await _invoke_body(request, count_tokens=False)
+    body = await _accepted(request, count_tokens=False)
     if isinstance(body, JSONResponse):
         return body
     message = reply_message(body, request.path_params["model_id"])
@@ -113,10 +114,7 @@ async def invoke(request: Request) -> Response:
 
 
 async def invoke_with_response_stream(request: Request) -> Response:
-    refused = _refusal(request)
-    if refused is not None:
-        return refused
-    body = await _invoke_body(request, count_tokens=False)
+    body = await _accepted(request, count_tokens=False)
     if isinstance(body, JSONResponse):
         return body
     message = reply_message(body, request.path_params["model_id"])
@@ -131,10 +129,7 @@ async def invoke_with_response_stream(request: Request) -> Response:
 
 
 async def count_tokens(request: Request) -> Response:
-    refused = _refusal(request)
-    if refused is not None:
-        return refused
-    body = await _invoke_body(request, count_tokens=True)
+    body = await _accepted(request, count_tokens=True)
     if isinstance(body, JSONResponse):
         return body
     return JSONResponse(

@@ -51,14 +51,23 @@ async def _stream(message: dict[str, Any]) -> AsyncIterator[bytes]:
         yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
 
 
-async def messages(request: Request) -> Response:
+async def _accepted(request: Request, count_tokens: bool) -> dict[str, Any] | JSONResponse:
+    """The request's body if the API would take it, else the API's error answer."""
     try:
         body = json.loads(await request.body())
     except ValueError:
         return _error(400, "Request body is not valid JSON.")
-    invalid = _validate(body, count_tokens=False)
+    invalid = _validate(body, count_tokens)
     if invalid is not None:
         return invalid
+    assert isinstance(body, dict)
+    return body
+
+
+async def messages(request: Request) -> Response:
+    body = await _accepted(request, count_tokens=False)
+    if isinstance(body, JSONResponse):
+        return body
     message = reply_message(body, body["model"])
     headers = {"request-id": f"req_sim_{uuid.uuid4().hex[:20]}"}
     if body.get("stream") is True:
@@ -67,13 +76,9 @@ async def messages(request: Request) -> Response:
 
 
 async def count_tokens(request: Request) -> Response:
-    try:
-        body = json.loads(await request.body())
-    except ValueError:
-        return _error(400, "Request body is not valid JSON.")
-    invalid = _validate(body, count_tokens=True)
-    if invalid is not None:
-        return invalid
+    body = await _accepted(request, count_tokens=True)
+    if isinstance(body, JSONResponse):
+        return body
     return JSONResponse({"input_tokens": input_tokens(body)})
 
 
