@@ -22,7 +22,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from . import fallback, latency, memory, restore, startup
+from . import fallback, latency, memory, repair, restore, shadow, startup
 from .harness import RESULTS, Environment
 from .report import Figure, machine, write
 
@@ -37,6 +37,8 @@ FIGURES: tuple[tuple[str, Group], ...] = (
     ("results", latency.results),  # (7) batch results
     ("fallback", fallback.fallback),  # (3), (4), (7) budget check
     ("memory", memory.memory),  # (6)
+    ("shadow", shadow.shadow),  # (10) issue 25
+    ("repair", repair.repair),  # (11) issue 26, in-process
 )
 
 

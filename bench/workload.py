@@ -13,6 +13,12 @@ NOOP_CHAIN = json.dumps({"policies": [{"policy": "noop"}]})
 REPLACE_CHAIN = json.dumps(
     {"policies": [{"policy": "string_replace", "options": {"replacements": [[TARGET, REWRITTEN]]}}]}
 )
+# A cap the bench's requests (max_tokens 256) are under; its shadow twin would lower them.
+CAP = {"policy": "cap_max_tokens", "options": {"max": 4096}}
+CAP_CHAIN = json.dumps({"policies": [CAP]})
+CAP_SHADOW_CHAIN = json.dumps(
+    {"policies": [CAP, {"policy": "cap_max_tokens", "options": {"max": 128}, "mode": "shadow"}]}
+)
 BLOCK_CHAIN = json.dumps(
     {"policies": [{"policy": "block_tool_calls", "options": {"rules": [{"tool": "^bash$"}]}}]}
 )
@@ -38,3 +44,19 @@ def request_body(size: int, text: str = f"Say hello. {TARGET}", stream: bool = F
     padding = max(0, size - len(json.dumps(request)) - 60)
     messages.append({"role": "user", "content": f"{text} {'x' * padding}"})
     return json.dumps(request).encode()
+
+
+def text_blocks_request(messages: int, blocks: int, block_bytes: int) -> dict[str, Any]:
+    """A parsed Messages request of `messages` turns, each of `blocks` text blocks."""
+    text = ("Lorem ipsum dolor sit amet. " * (block_bytes // 28 + 1))[:block_bytes]
+    return {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 256,
+        "messages": [
+            {
+                "role": "user" if m % 2 == 0 else "assistant",
+                "content": [{"type": "text", "text": f"{m}.{b} {text}"} for b in range(blocks)],
+            }
+            for m in range(messages)
+        ],
+    }
