@@ -136,6 +136,27 @@ def test_an_upstream_asking_for_minutes_does_not_park_the_call(
     assert time.monotonic() - started < 3
 
 
+def test_a_retry_after_the_deadline_would_pass_is_never_slept(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    """A `retry-after` the SDK would honour, but longer than the Lambda has left: no retry."""
+    url = make_gateway(upstream_max_retries=2, deadline_margin=1.0, trust_lambda_context=True)
+    overloaded = Reply.error(529, "overloaded_error")
+    overloaded.headers["retry-after"] = "30"
+    upstream.script(overloaded, Reply(body=message("echo: too late")))
+    deadline_ms = int((time.time() + 4.0) * 1000)
+    started = time.monotonic()
+    response = post(
+        url,
+        request_body(),
+        **{"x-amzn-lambda-context": json.dumps({"request_id": "r", "deadline": deadline_ms})},
+    )
+    # Slept on, the call would end as the deadline's 504 three seconds from now.
+    assert_error(response, 529, "overloaded_error")
+    assert time.monotonic() - started < 1.5
+    assert len(upstream.requests) == 1
+
+
 SPOOFED = {
     "x-amzn-lambda-context": json.dumps({"request_id": "spoofed-id", "deadline": 1000}),
     "x-amzn-request-context": json.dumps({"requestId": "spoofed-url-id"}),
