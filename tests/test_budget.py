@@ -45,7 +45,7 @@ from .support.cfn import insight_rule_body
 from .support.cli import cli, status_of
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
 from .support.gateway import GatewayFactory, GatewayStdout
-from .support.sdk import REPLACE, USER
+from .support.sdk import REJECTED, REPLACE, USER, reject_the_rewrite
 from .support.servers import (
     ROOT,
     ThreadedServer,
@@ -59,7 +59,6 @@ from .support.servers import (
 WINDOW = 3600
 CALLER_A = "sk-ant-caller-a-0123456789"
 CALLER_B = "sk-ant-caller-b-9876543210"
-REJECTED = "codename not allowed"
 
 
 @dataclass
@@ -68,13 +67,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def reject_the_rewrite(body: dict[str, Any]) -> Reply | None:
-    """The upstream refuses exactly what the REPLACE chain produces; the original is fine."""
-    if "[codename]" in json.dumps(body):
-        return Reply.error(400, "invalid_request_error", REJECTED)
-    return None
 
 
 @pytest.fixture

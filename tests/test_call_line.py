@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import socketserver
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import anyio
 import httpx2
 import pytest
@@ -26,6 +32,40 @@ def not_found(request_id: str) -> Reply:
     reply = Reply.error(404, "not_found_error")
     reply.headers["request-id"] = request_id
     return reply
+
+
+@contextmanager
+def dropping_upstream(drops: int, answer: bytes) -> Iterator[str]:
+    """An upstream on loopback that closes its first `drops` connections unanswered (a
+    connection error to the gateway), then answers each request with the raw `answer`."""
+    accepted = 0
+    lock = threading.Lock()
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            nonlocal accepted
+            with lock:
+                accepted += 1
+                dropped = accepted <= drops
+            if dropped:
+                return
+            length = 0
+            while (line := self.rfile.readline()) not in (b"\r\n", b""):
+                name, _, value = line.decode("latin-1").partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            self.rfile.read(length)
+            self.wfile.write(answer)
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler) as server:
+        server.daemon_threads = True
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            thread.join(timeout=10)
 
 
 def test_batch_and_passthrough_call_lines_carry_the_upstream_request_id(
@@ -110,3 +150,25 @@ def test_a_try_that_never_connected_is_counted_too(monkeypatch: pytest.MonkeyPat
     with pytest.raises(UpstreamUnavailable):
         anyio.run(send, refused)
     assert (len(sent), refused.count) == (2, 2)
+
+
+def test_the_call_line_counts_tries_that_never_got_an_answer(
+    make_gateway: GatewayFactory,
+    gateway_stdout: GatewayStdout,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through a real gateway: three connections dropped, then an answer; the call's line
+    says four tries and names the answer's request id."""
+    monkeypatch.setattr(upstream_client, "retry_delay", lambda retry, headers: 0.0)
+    body = json.dumps(message("hi")).encode()
+    answer = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nrequest-id: req_after_drops\r\n"
+        b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    with dropping_upstream(3, answer) as upstream_url:
+        url = make_gateway(upstream_base_url=upstream_url, upstream_max_retries=3)
+        response = httpx2.post(f"{url}/v1/messages", json=request_body(), headers=HEADERS)
+    assert response.status_code == 200
+    assert response.json()["content"] == message("hi")["content"]
+    (line,) = gateway_stdout.call_lines(1)
+    assert (line["attempts"], line["upstream_request_id"]) == (4, "req_after_drops")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import httpx2
 import pytest
@@ -19,23 +18,16 @@ from policy_gateway.auth.authenticator import key_caller
 from policy_gateway.headers import RELIED_ON
 from policy_gateway.lambda_context import InvocationContext
 
-from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.fake_upstream import MODEL, FakeUpstream
 from .support.gateway import GatewayFactory, GatewayStdout
-from .support.sdk import REPLACE, USER
+from .support.sdk import REJECTED, REPLACE, USER, reject_the_rewrite
 from .support.servers import json_lines
 
 KEY = "sk-ant-the-real-key-0123456789"
 OTHER_KEY = "sk-ant-another-key-9876543210"
 GATEWAY_KEY = "gk-one-0123456789abcdef"
-REJECTED = "codename not allowed"
 ACCOUNT = "123456789012"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/agents"
-
-
-def reject_the_rewrite(body: dict[str, Any]) -> Reply | None:
-    if "[codename]" in json.dumps(body):
-        return Reply.error(400, "invalid_request_error", REJECTED)
-    return None
 
 
 @pytest.fixture

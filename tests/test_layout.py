@@ -106,3 +106,43 @@ def test_unit_tests_import_nothing_that_serves() -> None:
                 continue
             offending += [f"{path.name}: {name}" for name in names if name.startswith(serving)]
     assert offending == []
+
+
+def _test_modules_imported(tree: ast.AST) -> list[str]:
+    """The test modules (`test_*`) an import statement of `tree` names, relative or absolute."""
+    named = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            names = [base] if base else [alias.name for alias in node.names]
+            named += [name for name in names if name.rpartition(".")[2].startswith("test_")]
+        elif isinstance(node, ast.Import):
+            named += [a.name for a in node.names if a.name.rpartition(".")[2].startswith("test_")]
+    return named
+
+
+def test_no_test_file_imports_another() -> None:
+    """README ("Tests"): what two test files share lives in tests/support/."""
+    importing = [
+        f"{path.name}: {name}"
+        for path in sorted(TESTS.glob("test_*.py"))
+        for name in _test_modules_imported(ast.parse(path.read_text()))
+    ]
+    assert importing == []
+
+
+def test_the_test_import_check_sees_every_spelling() -> None:
+    source = (
+        "from .test_budget import call\n"
+        "from . import test_shadow\n"
+        "from tests.test_auth import KEY\n"
+        "import tests.test_flag\n"
+        "from .support.sdk import REPLACE\n"
+        "from .conftest import KEYS_SECRET\n"
+    )
+    assert _test_modules_imported(ast.parse(source)) == [
+        "test_budget",
+        "test_shadow",
+        "tests.test_auth",
+        "tests.test_flag",
+    ]

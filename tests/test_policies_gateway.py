@@ -12,14 +12,12 @@ from typing import Any
 
 import httpx2
 import pytest
-from anthropic.types import Message
 from gateway_policies import StreamEvent
 from gateway_policies.runtime.sse import SSEDecoder
 from gateway_policies.testing import (
     as_pairs,
     assemble,
     stream,
-    text_block,
     tool_use_block,
 )
 
@@ -30,31 +28,9 @@ from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.sdk import ask, both, sdk
 from .support.servers import ThreadedServer
+from .support.tool_calls import BASH_RM, TOOLS, kinds, tool_reply
 
 SECRET = "sk-ant-api03-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"
-TOOLS: list[Any] = [
-    {"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("bash", "read")
-]
-BASH_RM = {"tool": "^bash$", "input": "rm -rf"}
-
-
-def tool_reply(streaming: bool, *calls: tuple[str, dict[str, Any]], text: str = "") -> Reply:
-    """An upstream answer with an optional text block, then one tool_use block per call."""
-    if streaming:
-        blocks = [text_block(0, text)] if text else []
-        first = len(blocks)
-        blocks += [tool_use_block(first + i, name, args) for i, (name, args) in enumerate(calls)]
-        return Reply(events=as_pairs(stream(*blocks, stop_reason="tool_use")))
-    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-    content += [
-        {"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": args}
-        for i, (name, args) in enumerate(calls)
-    ]
-    return Reply(body=message("", content=content) | {"stop_reason": "tool_use"})
-
-
-def kinds(reply: Message) -> list[str]:
-    return [block.type for block in reply.content]
 
 
 # ------------------------------------------------------- request policies

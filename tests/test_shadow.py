@@ -23,7 +23,7 @@ from policy_gateway import names
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.sdk import ask, ask_text, both, sdk
-from .test_policies_gateway import BASH_RM, TOOLS, kinds, tool_reply
+from .support.tool_calls import BASH_RM, TOOLS, kinds, tool_reply
 
 
 def document(*entries: dict[str, Any]) -> str:

@@ -24,12 +24,11 @@ from policy_gateway import settings
 
 from .conftest import KEYS_SECRET, UPSTREAM_SECRET, PutSecret
 from .support.aws import AWSProxy, ContainerCredentials, gateway_env, wait_until
-from .support.client import policy_chain
+from .support.client import HEADERS, policy_chain, request_body
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
-from .support.sdk import REPLACE
+from .support.sdk import REPLACE, USER, reject_the_rewrite
 from .support.servers import gateway_process, serving
 from .support.traces import OTLPReceiver, XRayEndpoint
-from .test_budget import CALLER_A, call, reject_the_rewrite
 
 BEFORE = settings.DEFAULT_SNAPSTART_BEFORE_CHECKPOINT_PATH
 AFTER = settings.DEFAULT_SNAPSTART_AFTER_RESTORE_PATH
@@ -235,11 +234,17 @@ def test_the_in_process_budget_starts_afresh_after_a_restore(
     set_flag("true")
     upstream.rules = reject_the_rewrite
     url = make_gateway(policy_config=REPLACE, fallback_budget=1, snapstart_hooks=True)
+
+    def call() -> int:
+        return httpx2.post(
+            f"{url}/v1/messages", json=request_body(USER), headers=HEADERS
+        ).status_code
+
     # The fallback once, then the budget refuses it: the client gets the upstream's 400.
-    assert [call(url, CALLER_A)[0] for _ in range(2)] == [200, 400]
+    assert [call(), call()] == [200, 400]
     assert hook(url, BEFORE).status_code == 200
     assert hook(url, AFTER).status_code == 200
-    assert call(url, CALLER_A)[0] == 200
+    assert call() == 200
 
 
 @pytest.mark.parametrize("path", [BEFORE, AFTER])

@@ -24,6 +24,7 @@ from typing import Any
 import httpx2
 import pytest
 from policy_gateway import names, settings
+from policy_gateway.observability import tracing
 from policy_gateway.observability.xray_udp import parse_daemon_address
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -417,7 +418,7 @@ def test_serve_without_the_otlp_exporter_refuses_to_start_with_one_line(
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("policy-gateway serve: ")
     assert settings.ENV_OTLP_ENDPOINT in line
-    assert f"pip install 'policy-gateway[{settings.OTLP_EXTRA}]'" in line
+    assert f"pip install 'policy-gateway[{tracing.OTLP_EXTRA}]'" in line
 
 
 @pytest.mark.parametrize(
@@ -462,9 +463,9 @@ def test_the_otlp_extra_installs_the_exporter_the_check_imports() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    (requirement,) = extras[settings.OTLP_EXTRA]
+    (requirement,) = extras[tracing.OTLP_EXTRA]
     assert requirement.startswith("opentelemetry-exporter-otlp-proto-http")
-    assert settings.OTLP_EXPORTER_MODULE.startswith("opentelemetry.exporter.otlp.proto.http.")
+    assert tracing.OTLP_EXPORTER_MODULE.startswith("opentelemetry.exporter.otlp.proto.http.")
 
 
 def test_without_an_otlp_endpoint_nothing_is_sent(

@@ -9,7 +9,7 @@ import anthropic
 import pytest
 from anthropic.types import Message
 
-from .fake_upstream import MODEL
+from .fake_upstream import MODEL, Reply
 
 both = pytest.mark.parametrize("streaming", [False, True], ids=["json", "sse"])
 """Run a test once with a JSON answer and once with a stream."""
@@ -24,6 +24,14 @@ REPLACE = json.dumps(
         ]
     }
 )
+REJECTED = "codename not allowed"
+
+
+def reject_the_rewrite(body: dict[str, Any]) -> Reply | None:
+    """An upstream rule: refuse exactly what the REPLACE chain produces; the original is fine."""
+    if "[codename]" in json.dumps(body):
+        return Reply.error(400, "invalid_request_error", REJECTED)
+    return None
 
 
 def sdk(url: str, **kwargs: Any) -> anthropic.Anthropic:

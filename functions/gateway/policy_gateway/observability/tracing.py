@@ -65,6 +65,12 @@ if TYPE_CHECKING:
 
 # The span attribute that lists the keys X-Ray indexes as annotations.
 XRAY_ANNOTATIONS = "aws.xray.annotations"
+
+# Spans over OTLP/HTTP (outside Lambda) need this module, which pyproject.toml's
+# `otlp` extra installs; the function in Lambda sends over UDP without it.
+OTLP_EXPORTER_MODULE = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+OTLP_EXTRA = "otlp"
+
 # Request headers that carry a caller's trace context, as the propagators name them.
 _TRACE_HEADERS = {
     "X-Amzn-Trace-Id": b"x-amzn-trace-id",
@@ -149,13 +155,13 @@ def check_exporter() -> None:
     if not config.enabled or config.in_lambda:
         return
     try:
-        import_module(settings.OTLP_EXPORTER_MODULE)
+        import_module(OTLP_EXPORTER_MODULE)
     except ImportError as exc:
         raise ExporterMissing(
             f"{settings.ENV_OTLP_ENDPOINT} (or {settings.ENV_OTLP_TRACES_ENDPOINT}) turns "
             "tracing on, but the OTLP/HTTP exporter "
             f"cannot be imported ({exc.name or exc}): install it with "
-            f"pip install 'policy-gateway[{settings.OTLP_EXTRA}]', or unset the endpoint"
+            f"pip install 'policy-gateway[{OTLP_EXTRA}]', or unset the endpoint"
         ) from None
 
 
