@@ -10,6 +10,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,13 @@ import boto3
 import httpx2
 import pytest
 from policy_gateway import settings
+from policy_gateway.cli import standins
 from policy_gateway.cli.bedrock_simulator import create_bedrock_simulator
 from policy_gateway.cli.simulated_reply import TOOL_TRIGGER
 from policy_gateway.cli.simulator import create_simulator
+from policy_gateway.parameters import READ_TIMEOUT_SECONDS
 
+from .support.aws import AWSProxy
 from .support.cli import cli
 from .support.clock import eventually
 from .support.gateway import GatewayFactory
@@ -280,3 +284,32 @@ def test_init_secrets_stores_anthropic_api_key_and_prints_the_gateway_key_once()
     )
     assert [entry["name"] for entry in keys["keys"]] == ["local"]
     assert keys["keys"][0]["key"] in created.stdout  # printed once, for the operator
+
+
+def test_the_stand_in_s_budget_table_outlasts_a_first_answer_slower_than_a_serving_read(
+    aws_proxy: tuple[AWSProxy, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """moto's first DynamoDB request imports its backend, seconds on a busy machine: the
+    table is created once, not retried into "already exists" and a traceback."""
+    proxy, url = aws_proxy
+    monkeypatch.setenv(standins.ENV_DYNAMODB_ENDPOINT, url)
+    monkeypatch.setenv(settings.ENV_FALLBACK_BUDGET_TABLE, "slow-first-answer")
+    failures: list[BaseException] = []
+
+    def set_up() -> None:
+        try:
+            standins._serve_budget_table(url)
+        except Exception as exc:  # lost with its thread otherwise: the test reports it
+            failures.append(exc)
+
+    proxy.hold()
+    setting_up = threading.Thread(target=set_up, daemon=True)
+    setting_up.start()
+    # Held past the serving path's read timeout: a client with it gives up and retries.
+    setting_up.join(READ_TIMEOUT_SECONDS + 1.0)
+    proxy.release()
+    setting_up.join(30)
+    assert failures == []
+    assert proxy.operations.count("DynamoDB_20120810.CreateTable") == 1
+    tables = boto3.client("dynamodb").list_tables()["TableNames"]
+    assert "slow-first-answer" in tables

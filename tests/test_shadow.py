@@ -71,6 +71,22 @@ def test_a_shadow_block_lets_the_tool_call_through_and_records_the_would_be_bloc
     assert gateway_stdout.counted(names.METRIC_POLICY_ACTIONS, **by, mode="shadow") == 1
 
 
+def test_the_chain_load_names_the_shadow_policies_apart_from_the_enforced_ones(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, gateway_stdout: GatewayStdout
+) -> None:
+    """What runs in shadow is on the load line too, not only what decides."""
+    block = shadow("block_tool_calls", {"rules": [BASH_RM]})
+    url = make_gateway(policy_config=document({"policy": "redact_secrets"}, block))
+    ask(sdk(url), False)
+    gateway_stdout.call_lines(1)
+    (loaded,) = [
+        line
+        for line in gateway_stdout.lines()
+        if line.get("message") == names.LOG_POLICY_CHAIN_LOADED
+    ]
+    assert (loaded["policies"], loaded["shadow"]) == (["redact_secrets"], ["block_tool_calls"])
+
+
 @both
 def test_the_same_block_enforced_blocks(
     make_gateway: GatewayFactory,

@@ -14,7 +14,8 @@ call line carries (`chain_version`, beside `chain`, the chain used):
 `v<SSM parameter version>:<hash>` from SSM, `inline:<hash>` from
 POLICY_CONFIG, `none` without either; the hash is the first 8 hex digits of
 the SHA-256 of the document's text. Each load logs `policy chain loaded` once
-(the default chain's policy names, and the keys of its `callers` chains): at
+(the default chain's enforced policy names, its shadow-mode ones, and the keys
+of its `callers` chains): at
 start, on a live change (a new version, not every re-read of the same one),
 and each time a bad config leaves the last good document in force.
 """
@@ -97,6 +98,7 @@ class PolicySource:
                 extra={
                     "chain_version": version,
                     "policies": document.default.names,
+                    "shadow": document.default.shadow.names,
                     "callers": document.caller_keys,
                     "parameter": self._parameter,
                     "kept_last_good": kept,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def chain_summary(chain: PolicyChain) -> str:
     """One chain in a line: its enforced policies in order, then its shadow ones."""
-    shadow = [policy.label for policy in chain.shadow.policies]
+    shadow = chain.shadow.names
     if not chain.names and not shadow:
         return "an empty chain: no policy runs, requests go upstream unchanged"
     enforced = f"{len(chain.names)} policies: {', '.join(chain.names) or 'none'}"

@@ -20,7 +20,7 @@ def describe(chain: PolicyChain) -> dict[str, Any]:
     return {
         "chain": chain.name,
         "policies": chain.names,
-        "shadow": [policy.label for policy in chain.shadow.policies],
+        "shadow": chain.shadow.names,
     }
 
 

@@ -63,6 +63,10 @@ class ShadowPolicies:
         ]
 
     @property
+    def names(self) -> list[str]:
+        return [p.label for p in self.policies]
+
+    @property
     def reads_request(self) -> bool:
         return bool(self._request)
 
