@@ -15,9 +15,9 @@ call line carries (`chain_version`, beside `chain`, the chain used):
 POLICY_CONFIG, `none` without either; the hash is the first 8 hex digits of
 the SHA-256 of the document's text. Each load logs `policy chain loaded` once
 (the default chain's enforced policy names, its shadow-mode ones, and the keys
-of its `callers` chains): at
-start, on a live change (a new version, not every re-read of the same one),
-and each time a bad config leaves the last good document in force.
+of its `callers` chains): at start, on a live change (a new version, not every
+re-read of the same one), and each time a bad config leaves the last good
+document in force.
 """
 
 from __future__ import annotations
