@@ -9,13 +9,14 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from policy_gateway.cli.simulator import create_simulator
 
-from .support.client import policy_chain
+from .support.client import policy_chain, sse_frames
 from .support.clock import ManualClock
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message, text_events
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.sdk import REPLACE, USER, ask_text, sdk
-from .support.servers import json_lines
+from .support.servers import ROOT, json_lines, serving
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -570,3 +571,58 @@ def test_the_narrow_fallback_keeps_the_structural_repair_of_a_kept_change(
     for sent in (first, fallback):
         assert sent.json["messages"][0]["content"] == [{"type": "text", "text": "hello"}]
         assert "classified" not in sent.body.decode()
+
+
+EVENTS = ROOT / "events"
+DEMO_TOKEN = "TICKET-REF-0042"
+
+
+@pytest.mark.parametrize(
+    ("chain", "flag", "status", "attempts", "fallback"),
+    [
+        ("repair-demo.json", "false", 200, 1, "none"),
+        ("fallback-demo.json", "false", 404, 1, "none"),
+        ("fallback-demo.json", "true", 200, 2, "succeeded"),
+    ],
+)
+def test_the_sample_chains_show_the_repair_and_the_fallback(
+    make_gateway: GatewayFactory,
+    set_flag: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+    chain: str,
+    flag: str,
+    status: int,
+    attempts: int,
+    fallback: str,
+) -> None:
+    """events/README.md's demos, against `make run`'s simulator, which refuses as the API does."""
+    set_flag(flag)
+    with serving(create_simulator()) as simulator:
+        url = make_gateway(
+            upstream_base_url=simulator.url,
+            policy_config=(EVENTS / "policies" / chain).read_text(),
+        )
+        answer = httpx2.post(
+            f"{url}/v1/messages",
+            content=(EVENTS / "bodies" / "fallback.json").read_bytes(),
+            headers={"x-api-key": "sk-ant-demo", "content-type": "application/json"},
+        )
+        (line,) = gateway_stdout.call_lines(1)
+    assert answer.status_code == status, answer.text
+    assert (line["attempts"], line["fallback"]) == (attempts, fallback)
+    if status != 200:
+        return
+    # The simulator echoes the text it was sent.
+    echoed = "".join(
+        json.loads(data)["delta"].get("text", "")
+        for name, data in sse_frames(answer.text)
+        if name == "content_block_delta"
+    )
+    assert "nightly export" in echoed
+    if chain == "repair-demo.json":
+        assert DEMO_TOKEN not in echoed  # the emptied block was never sent
+        assert line["policy_actions"][-1]["action"] == "repair"
+    else:
+        assert DEMO_TOKEN in echoed  # the original, as the client sent it
+        warning = gateway_stdout.until(lambda text: "passthrough fallback:" in text)
+        assert '"fallback_scope":"full"' in warning

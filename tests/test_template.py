@@ -870,23 +870,10 @@ def test_count_tokens_body_has_no_generation_settings() -> None:
     assert "stream" not in body
 
 
-@pytest.mark.parametrize("name", ["empty.json", "fallback-demo.json"])
+# What the demo chains do to the demo body: tests/test_fallback.py, through the gateway.
+@pytest.mark.parametrize("name", sorted(p.name for p in (EVENTS / "policies").glob("*.json")))
 def test_sample_policy_chains_load(name: str) -> None:
     load_chain((EVENTS / "policies" / name).read_text())
-
-
-def test_fallback_demo_chain_empties_a_block_of_the_fallback_body() -> None:
-    # The demo chain replaces a token that fills a whole text block with "":
-    # the modified request has an empty text block, which the Messages API
-    # rejects with a 400, while the original request is valid. That is exactly
-    # the case the passthrough fallback exists for.
-    chain = _read_json(EVENTS / "policies" / "fallback-demo.json")
-    (policy,) = chain["policies"]
-    assert policy["policy"] == "string_replace"
-    ((old, new),) = policy["options"]["replacements"]
-    assert new == ""
-    blocks = _read_json(EVENTS / "bodies" / "fallback.json")["messages"][0]["content"]
-    assert any(block["type"] == "text" and block["text"] == old for block in blocks)
 
 
 # ---------------------------------------------------------------------- linters

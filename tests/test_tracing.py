@@ -124,6 +124,40 @@ def test_a_policy_repair_is_annotated_on_the_attempt_it_answers(
     assert repaired.annotations == {}
 
 
+def test_a_repair_before_sending_is_annotated_on_a_span_of_its_own(
+    tmp_path: Path, upstream_url: str, xray: XRayEndpoint
+) -> None:
+    chain = {
+        "policies": [{"policy": "string_replace", "options": {"replacements": [["drop me", ""]]}}]
+    }
+    env = {
+        **lambda_env(upstream_url, xray, tmp_path),
+        settings.ENV_POLICY_CONFIG: json.dumps(chain),
+    }
+    header, _, _ = xray_header()
+    with gateway_process(env) as (url, _):
+        reply = sdk(url, default_headers={"x-amzn-trace-id": header}).messages.create(
+            model=MODEL,
+            max_tokens=16,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "hello"},
+                        {"type": "text", "text": "drop me"},
+                    ],
+                }
+            ],
+        )
+        assert reply.content
+        spans = xray.spans(expect=2)
+    # The repair costs no upstream attempt: its span is the record, the attempt is plain.
+    assert [span.name for span in spans] == ["policy repair", "upstream policy attempt 1"]
+    repair, attempt = spans
+    assert repair.annotations == {names.ANNOTATION_POLICY_REPAIR: "string_replace"}
+    assert names.ANNOTATION_POLICY_REPAIR not in attempt.annotations
+
+
 def test_fallback_makes_two_attempt_spans_under_the_function_with_typed_annotations(
     tmp_path: Path,
     upstream: FakeUpstream,
