@@ -291,7 +291,17 @@ def only_live_models(body: dict[str, Any]) -> Reply | None:
 
 
 def no_empty_text(body: dict[str, Any]) -> Reply | None:
-    """The API's rule that a text block holds text."""
+    """The API's rules that a text block holds text and a message (but a final prefill) content."""
+    messages = body.get("messages", [])
+    for index, entry in enumerate(messages):
+        prefill = index == len(messages) - 1 and entry.get("role") == "assistant"
+        if entry.get("content") == "" and not prefill:
+            return Reply.error(
+                400,
+                "invalid_request_error",
+                f"messages.{index}: all messages must have non-empty content "
+                "except for the optional final assistant message",
+            )
     blocks = [
         block
         for message in body.get("messages", [])
@@ -436,6 +446,33 @@ def test_a_message_left_empty_gets_a_block_naming_the_policy(
     assert sent.json["messages"][0]["content"] == [
         {"type": "text", "text": "[content removed by policy string_replace]"}
     ]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_string_content_a_policy_emptied_is_repaired_before_sending(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.rules = no_empty_text
+    url = make_gateway(policy_config=EMPTYING)
+    params: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": EMPTIED}],
+    }
+    client = sdk(url)
+    if stream:
+        with client.messages.stream(**params) as events:
+            events.get_final_text()
+    else:
+        client.messages.create(**params)
+    (sent,) = upstream.requests  # repaired before sending, the flag off: one attempt
+    assert sent.json["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "[content removed by policy string_replace]"}],
+        }
+    ]
+    assert EMPTIED not in sent.body.decode()
 
 
 def test_a_client_sent_empty_text_block_is_the_clients_error(

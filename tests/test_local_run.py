@@ -151,6 +151,20 @@ def test_a_malformed_tool_trigger_is_the_api_s_400(simulator: ThreadedServer) ->
         _ask(sdk(simulator.url), f"{TOOL_TRIGGER} bash not-json", streaming=False)
 
 
+def test_the_simulator_refuses_empty_content_as_the_api_does(simulator: ThreadedServer) -> None:
+    simulated = sdk(simulator.url)
+    with pytest.raises(anthropic.BadRequestError, match=r"messages\.0: all messages must have"):
+        simulated.messages.create(
+            model=MODEL, max_tokens=16, messages=[{"role": "user", "content": ""}]
+        )
+    prefill = simulated.messages.create(
+        model=MODEL,
+        max_tokens=16,
+        messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}],
+    )
+    assert prefill.content
+
+
 @pytest.fixture
 def bedrock_simulator() -> Iterator[ThreadedServer]:
     with serving(create_bedrock_simulator()) as server:

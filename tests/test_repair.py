@@ -69,6 +69,17 @@ class Empty(Policy):
                     block["text"] = ""
 
 
+class EmptyString(Policy):
+    """Empties a message's string content, as a replacement of its whole text would."""
+
+    name = "empty_string"
+
+    async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
+        for message in request["messages"]:
+            if message["content"] == "drop me":
+                message["content"] = ""
+
+
 def context() -> PolicyContext:
     return PolicyContext(endpoint="messages", stream=False, call_id="call-1")
 
@@ -104,6 +115,39 @@ def test_the_emptying_policy_is_named_among_several() -> None:
             "rule": "empty_text_block",
             "paths": ["$.messages[0].content[1]"],
         }
+    ]
+
+
+def test_string_content_a_policy_emptied_becomes_a_block_naming_the_policy() -> None:
+    chain = PolicyChain([EmptyString()])
+    messages = [
+        {"role": "user", "content": "drop me"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "keep"},
+    ]
+    original = {"model": MODEL, "max_tokens": 64, "messages": messages}
+    request, _, repairs = prepare(chain, original)
+    assert request["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "[content removed by policy empty_string]"}],
+        },
+        *messages[1:],
+    ]
+    assert [(r.policy, r.rule, r.paths) for r in repairs] == [
+        ("empty_string", "empty_text_block", ["$.messages[0].content"])
+    ]
+
+
+def test_empty_string_content_from_the_client_or_in_a_final_prefill_is_left_alone() -> None:
+    chain = PolicyChain([EmptyString()])
+    messages = [{"role": "user", "content": ""}, {"role": "assistant", "content": "drop me"}]
+    original = {"model": MODEL, "max_tokens": 64, "messages": messages}
+    request, _, repairs = prepare(chain, original)
+    assert repairs == []
+    assert request["messages"] == [
+        {"role": "user", "content": ""},
+        {"role": "assistant", "content": ""},
     ]
 
 

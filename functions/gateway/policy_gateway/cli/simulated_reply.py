@@ -46,6 +46,17 @@ def _has_empty_text_block(body: dict[str, Any]) -> bool:
     )
 
 
+def _empty_message(messages: list[Any]) -> int | None:
+    """The first message whose empty content the API refuses (a final prefill may be empty)."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("content") not in ("", []):
+            continue
+        if index == len(messages) - 1 and message.get("role") == "assistant":
+            return None
+        return index
+    return None
+
+
 def request_problem(body: Any, count_tokens: bool) -> str | None:
     """Why the API would refuse this body with a 400 (its model aside), or None."""
     if not isinstance(body, dict):
@@ -55,6 +66,12 @@ def request_problem(body: Any, count_tokens: bool) -> str | None:
         return "messages: at least one message is required"
     if _has_empty_text_block(body):
         return "messages: text content blocks must be non-empty"
+    empty = _empty_message(messages)
+    if empty is not None:
+        return (
+            f"messages.{empty}: all messages must have non-empty content "
+            "except for the optional final assistant message"
+        )
     if not count_tokens and not (
         isinstance(body.get("max_tokens"), int) and body["max_tokens"] > 0
     ):

@@ -5,7 +5,9 @@ policy's change (never the client) broke the rule, judged against the
 original request:
 
 - `empty_text_block`: a text block a policy emptied is dropped; a message
-  left with no content gets one text block naming the policy that emptied it;
+  left with no content, or whose string content a policy emptied, gets one
+  text block naming the policy that emptied it (a final assistant message, a
+  prefill, may be empty: it is left alone);
 - `tool_choice_names_removed_tool`: a `tool_choice` naming a tool a policy
   removed becomes `auto` (or goes, when no tool is left);
 - `thinking_budget_not_below_max_tokens`: a thinking budget a cap pushed to
@@ -66,16 +68,20 @@ class _Break:
 
 
 def _empty_text_blocks(request: JSONObject) -> list[Location]:
-    """Every text block holding "" (system or messages); a location is made only for those."""
+    """Every text block holding "" (system or messages), and every message whose string
+    content is "" (a text block in short) where the API needs content; a location is made
+    only for those."""
     found: list[Location] = []
     containers: list[tuple[Location, Any]] = [(("system",), request.get("system"))]
     messages = request.get("messages")
     if isinstance(messages, list):
-        containers.extend(
-            (("messages", m, "content"), message.get("content"))
-            for m, message in enumerate(messages)
-            if isinstance(message, dict)
-        )
+        for m, message in enumerate(messages):
+            if not isinstance(message, dict):
+                continue
+            content = message.get("content")
+            if content == "" and not _may_be_empty(messages, m):
+                found.append(("messages", m, "content"))
+            containers.append((("messages", m, "content"), content))
     for location, blocks in containers:
         if not isinstance(blocks, list):
             continue
@@ -83,6 +89,16 @@ def _empty_text_blocks(request: JSONObject) -> list[Location]:
             if isinstance(block, dict) and block.get("text") == "" and block.get("type") == "text":
                 found.append((*location, index))
     return found
+
+
+def _may_be_empty(messages: list[Any], index: int) -> bool:
+    """The API's one exception to non-empty content: a final assistant message (a prefill)."""
+    return index == len(messages) - 1 and messages[index].get("role") == "assistant"
+
+
+def _emptied_text(location: Location) -> Location:
+    """Where the emptied text is: a block's `text`, or a message's string `content`."""
+    return location if location[-1] == "content" else (*location, "text")
 
 
 def _tool_names(request: JSONObject) -> set[Any]:
@@ -104,7 +120,7 @@ def _thinking_budget_broken(request: JSONObject) -> bool:
 def _candidates(request: JSONObject) -> list[_Break]:
     """The rules `request` breaks, whoever broke them: a scan, no copy, no parse."""
     found = [
-        _Break(RULE_EMPTY_TEXT, location, ((*location, "text"),))
+        _Break(RULE_EMPTY_TEXT, location, (_emptied_text(location),))
         for location in _empty_text_blocks(request)
     ]
     choice = request.get("tool_choice")
@@ -128,7 +144,7 @@ def _candidates(request: JSONObject) -> list[_Break]:
 def _caused_by_policy(broken: _Break, original: JSONObject, request: JSONObject) -> bool:
     """Whether the original kept the rule, so a policy's change broke it."""
     if broken.rule == RULE_EMPTY_TEXT:
-        return bool(resolve(original, (*broken.location, "text")) != "")
+        return bool(resolve(original, _emptied_text(broken.location)) != "")
     if broken.rule == RULE_TOOL_CHOICE:
         return bool(request["tool_choice"].get("name") in _tool_names(original))
     return not _thinking_budget_broken(original)
@@ -159,11 +175,18 @@ def _drop_blocks(request: JSONObject, emptied: list[tuple[Location, str]]) -> No
     """Drop emptied text blocks, last first so earlier indices hold; refill an emptied message."""
     for location, policy in sorted(emptied, key=lambda item: item[0], reverse=True):
         container = resolve(request, location[:-1])
+        if location[-1] == "content":
+            container["content"] = [_removed_by(policy)]
+            continue
         del container[location[-1]]
         if not container and location[0] == "messages":
-            container.append({"type": "text", "text": f"[content removed by policy {policy}]"})
+            container.append(_removed_by(policy))
     if request.get("system") == []:
         request.pop("system")
+
+
+def _removed_by(policy: str) -> JSONObject:
+    return {"type": "text", "text": f"[content removed by policy {policy}]"}
 
 
 async def before_sending(
