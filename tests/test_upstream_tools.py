@@ -17,6 +17,7 @@ import anthropic
 import pytest
 from anthropic.types.beta import BetaMessage
 from gateway_policies.builtin.block_tool_calls import BlockToolCalls
+from gateway_policies.builtin.tool_call_judge import ToolCallJudge
 from gateway_policies.testing import (
     as_pairs,
     assemble,
@@ -30,6 +31,7 @@ from gateway_policies.testing import (
     tool_result_block,
     tool_use_block,
 )
+from gateway_policies.upstream_tools import server_tools
 
 from .support.client import policy_chain
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
@@ -116,8 +118,9 @@ def upstream_lines(stdout: GatewayStdout) -> list[dict[str, Any]]:
         ({"tool": "^web_fetch$"}, WEB_FETCH, "it matches rule 1"),
         ({"tool": "fetch", "input": "169\\.254"}, WEB_FETCH, "its input cannot be checked"),
         ({"tool": "^bash_code_execution$"}, CODE_EXECUTION, "it matches rule 1"),
+        ({"tool": "^web_fetch"}, {**WEB_FETCH, "name": "harmless"}, "it matches rule 1"),
     ],
-    ids=["by-name", "name-and-input", "a-name-its-calls-carry"],
+    ids=["by-name", "name-and-input", "a-name-its-calls-carry", "renamed-by-its-type"],
 )
 def test_block_tool_calls_refuses_a_server_tool_a_rule_names_before_sending(
     make_gateway: GatewayFactory,
@@ -365,6 +368,14 @@ def test_the_judge_refuses_server_tools_unless_allowed_and_judges_their_calls(
 
 
 # ------------------------------------------------ the policy, without a gateway
+
+
+def test_the_judge_allows_a_server_tool_by_type_or_its_types_name_never_a_rename() -> None:
+    judge = ToolCallJudge({"allowed_server_tools": ["web_search", "code_execution_20250825"]})
+    renamed_fetch = {**WEB_FETCH, "name": "web_search"}
+    tools = [WEB_SEARCH, CODE_EXECUTION, renamed_fetch, WEB_FETCH]
+    verdicts = [judge.refuses_server_tool(t) is None for t in server_tools({"tools": tools})]
+    assert verdicts == [True, True, False, False]
 
 
 def test_a_blocked_upstream_call_keeps_the_stream_valid_and_the_stop_reason() -> None:

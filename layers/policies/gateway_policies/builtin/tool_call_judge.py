@@ -13,8 +13,9 @@ the call, and the failure is logged (stdlib `logging`, logger
 
 A server tool's calls run upstream before the judge could see them: a request
 offering a server tool is refused unless `allowed_server_tools` names it (by
-name or type); an allowed one's calls are judged afterwards, in the answer,
-and logged as executed upstream. MCP servers likewise need `allowed_mcp_servers`.
+type, or by the name its type gives it: a renamed server tool is refused); an
+allowed one's calls are judged afterwards, in the answer, and logged as executed
+upstream. MCP servers likewise need `allowed_mcp_servers`.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class ToolCallJudgeOptions(McpServerOptions):
     timeout: float = Field(default=10.0, gt=0)
     max_tokens: int = Field(default=256, ge=16)
     allowed_server_tools: list[str] = Field(default_factory=list)
-    """Server tools (by name or type) a request may offer; none by default. Their calls run
-    upstream before the judge sees them: judged afterwards, in the answer, and logged."""
+    """Server tools (by type, or the name its type gives) a request may offer; none by default.
+    Their calls run upstream before the judge sees them: judged afterwards, in the answer."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -83,7 +84,10 @@ class ToolCallJudge(ToolCallGate[ToolCallJudgeOptions]):
 
     def refuses_server_tool(self, tool: ServerTool) -> str | None:
         allowed = self.options.allowed_server_tools
-        if tool.name in allowed or tool.type in allowed:
+        # By name only where the name is its type's (`web_search` of `web_search_20250305`):
+        # a renamed server tool runs as what its type says, not as what it is called.
+        named = tool.name in allowed and tool.type.startswith(f"{tool.name}_")
+        if named or tool.type in allowed:
             return None
         return "the judge cannot see its calls before they run, and the operator has not allowed it"
 
