@@ -17,6 +17,7 @@ import anthropic
 import pytest
 from anthropic.types.beta import BetaMessage
 from gateway_policies.builtin.block_tool_calls import BlockToolCalls
+from gateway_policies.builtin.strip_tools import StripTools
 from gateway_policies.builtin.tool_call_judge import ToolCallJudge
 from gateway_policies.testing import (
     as_pairs,
@@ -118,7 +119,7 @@ def upstream_lines(stdout: GatewayStdout) -> list[dict[str, Any]]:
         ({"tool": "^web_fetch$"}, WEB_FETCH, "it matches rule 1"),
         ({"tool": "fetch", "input": "169\\.254"}, WEB_FETCH, "its input cannot be checked"),
         ({"tool": "^bash_code_execution$"}, CODE_EXECUTION, "it matches rule 1"),
-        ({"tool": "^web_fetch"}, {**WEB_FETCH, "name": "harmless"}, "it matches rule 1"),
+        ({"tool": "^web_fetch$"}, {**WEB_FETCH, "name": "harmless"}, "it matches rule 1"),
     ],
     ids=["by-name", "name-and-input", "a-name-its-calls-carry", "renamed-by-its-type"],
 )
@@ -368,6 +369,14 @@ def test_the_judge_refuses_server_tools_unless_allowed_and_judges_their_calls(
 
 
 # ------------------------------------------------ the policy, without a gateway
+
+
+def test_a_renamed_server_tool_is_known_by_its_type() -> None:
+    renamed = {**WEB_SEARCH, "name": "harmless"}
+    (tool,) = server_tools({"tools": [renamed, READ]})
+    assert tool.identities == ("harmless", "web_search_20250305", "web_search")
+    request = {"model": MODEL, "max_tokens": 9, "messages": [], "tools": [renamed, READ]}
+    assert run_request(StripTools({"names": ["web_search"]}), request)["tools"] == [READ]
 
 
 def test_the_judge_allows_a_server_tool_by_type_or_its_types_name_never_a_rename() -> None:

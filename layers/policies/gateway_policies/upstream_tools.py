@@ -48,6 +48,18 @@ class ServerTool:
         """What the request calls it: its name, else its type."""
         return self.names[0] if self.names else self.type
 
+    @property
+    def type_name(self) -> str:
+        """The name its type gives it (`web_search` of `web_search_20250305`), whatever the
+        entry calls itself: a renamed server tool still runs as what its type says."""
+        base, _, version = self.type.rpartition("_")
+        return base if base and version.isdigit() else self.type
+
+    @property
+    def identities(self) -> tuple[str, ...]:
+        """Every name a policy may know it by: its names, its type and its type's name."""
+        return (*self.names, self.type, self.type_name)
+
 
 def _tools(request: JSONObject) -> list[Any]:
     tools = request.get("tools")

@@ -71,10 +71,8 @@ class BlockToolCalls(ToolCallGate[BlockToolCallsOptions]):
         ]
 
     def refuses_server_tool(self, tool: ServerTool) -> str | None:
-        # Its type too: a server tool the client renamed still runs as what its type says.
-        names = (*tool.names, tool.type)
         for number, (rule, tool_re, _) in enumerate(self._rules, start=1):
-            if tool_re is not None and any(tool_re.search(name) for name in names):
+            if tool_re is not None and any(tool_re.search(name) for name in tool.identities):
                 if rule.input is None:
                     return f"it matches rule {number} ({rule.describe()})"
                 return (

@@ -9,9 +9,10 @@ missing tool or forces a tool call with no tools:
   tools defined): a placeholder tool stays, with `tool_choice` `none`.
 `disable_parallel_tool_use` is kept whenever the choice survives.
 
-A server tool is removed like any other by its name, and a code execution tool
-also when `names` lists a name its calls carry (`bash_code_execution`): it
-cannot be given only in part. MCP servers are refused unless
+A server tool is removed like any other by its name, and also by its type or
+the name its type gives it (a renamed `web_search_20250305` is still
+`web_search`); a code execution tool also when `names` lists a name its calls
+carry (`bash_code_execution`): it cannot be given only in part. MCP servers are refused unless
 `allowed_mcp_servers` lists them (gateway_policies.upstream_tools).
 
 Not bypassable: the point is that the model never gets the tool, so the
@@ -61,7 +62,7 @@ class StripTools(Policy[StripToolsOptions]):
             index
             for index, t in enumerate(tools)
             if isinstance(t, dict) and t.get("name") in listed
-        } | {tool.index for tool in server_tools(request) if listed.intersection(tool.names)}
+        } | {tool.index for tool in server_tools(request) if listed.intersection(tool.identities)}
         if not removed:
             return
         kept = [t for index, t in enumerate(tools) if index not in removed]

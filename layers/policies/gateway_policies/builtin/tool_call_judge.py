@@ -84,10 +84,7 @@ class ToolCallJudge(ToolCallGate[ToolCallJudgeOptions]):
 
     def refuses_server_tool(self, tool: ServerTool) -> str | None:
         allowed = self.options.allowed_server_tools
-        # By name only where the name is its type's (`web_search` of `web_search_20250305`):
-        # a renamed server tool runs as what its type says, not as what it is called.
-        named = tool.name in allowed and tool.type.startswith(f"{tool.name}_")
-        if named or tool.type in allowed:
+        if tool.type in allowed or tool.type_name in allowed:
             return None
         return "the judge cannot see its calls before they run, and the operator has not allowed it"
 
