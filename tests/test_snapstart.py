@@ -20,7 +20,8 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from policy_gateway import settings
+from policy_gateway import names, settings
+from policy_gateway.observability import metrics, tracing
 
 from .conftest import KEYS_SECRET, UPSTREAM_SECRET, PutSecret
 from .support.aws import AWSProxy, ContainerCredentials, gateway_env, wait_until
@@ -302,6 +303,28 @@ def test_a_failed_restore_fails_the_hook_and_leaves_the_gateway_unready(
     assert httpx2.get(url + "/healthz").status_code == 503
 
 
+def test_a_failed_checkpoint_hook_fails_the_phase(
+    make_gateway: Any, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A non-2xx before the checkpoint: Lambda takes no snapshot of a half-closed gateway."""
+    url = make_gateway(snapstart_hooks=True)
+    wait_until(lambda: httpx2.get(url + "/healthz").status_code == 200)
+
+    def broken() -> None:
+        raise OSError("the exporter's socket is gone")
+
+    monkeypatch.setattr(tracing, "flush", broken)
+    answer = hook(url, BEFORE)
+    assert answer.status_code == 503
+    assert answer.json() == {
+        "type": "error",
+        "error": {
+            "type": "api_error",
+            "message": "The before-checkpoint hook failed; see the gateway's logs.",
+        },
+    }
+
+
 def test_from_adapter_needs_loopback_and_no_forwarded_headers() -> None:
     from policy_gateway.lifecycle import from_adapter
 
@@ -315,3 +338,18 @@ def test_from_adapter_needs_loopback_and_no_forwarded_headers() -> None:
     assert not from_adapter(scope(("not-an-address", 0)))
     assert not from_adapter(scope(("127.0.0.1", 40000), b"x-amzn-lambda-context"))
     assert not from_adapter(scope(("127.0.0.1", 40000), b"x-amzn-request-context"))
+
+
+@pytest.mark.unit
+def test_a_restore_drops_the_metrics_the_snapshot_buffered(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Counted before the snapshot, unflushed: after a restore they are not this process's."""
+    metrics.count(names.METRIC_REQUESTS)
+    metrics.count_by(names.METRIC_POLICY_ACTIONS, {names.DIMENSION_POLICY: "from_the_snapshot"})
+    metrics.discard()
+    metrics.flush()
+    assert capsys.readouterr().out == ""
+    metrics.count_by(names.METRIC_POLICY_ACTIONS, {names.DIMENSION_POLICY: "after_the_restore"})
+    metrics.flush()
+    assert "after_the_restore" in capsys.readouterr().out
