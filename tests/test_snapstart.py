@@ -340,7 +340,6 @@ def test_from_adapter_needs_loopback_and_no_forwarded_headers() -> None:
     assert not from_adapter(scope(("127.0.0.1", 40000), b"x-amzn-request-context"))
 
 
-@pytest.mark.unit
 def test_a_restore_drops_the_metrics_the_snapshot_buffered(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
