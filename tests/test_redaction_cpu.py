@@ -15,10 +15,15 @@ from __future__ import annotations
 import re
 import string
 import time
+from collections.abc import Iterator
+from typing import cast
 
 import pytest
-from gateway_policies.builtin.redact_secrets import PATTERNS, RedactSecrets
+from gateway_policies.builtin.redact_secrets import EMAIL_LONGEST, PATTERNS, RedactSecrets
 from gateway_policies.testing import run_request
+from gateway_policies.text import WINDOW, subn_in_windows
+from hypothesis import given
+from hypothesis import strategies as st
 from policy_gateway.routes.body import MAX_REQUEST_BYTES
 
 from .support.client import user_request as request
@@ -120,3 +125,72 @@ def test_each_pattern_is_linear_at_the_body_limit(kind: str) -> None:
                 f"{kind}: {seconds:.2f} s of CPU for {size} bytes of {unit!r}... "
                 f"(allowed {allowed:.2f} s): the pattern is not linear"
             )
+
+
+# ------------------------------------------------- the e-mail pattern, in windows
+
+# The e-mail pattern's shape with small bounds: a match is at most 4 + 1 + 3 + 2 * 4 characters.
+SMALL_EMAIL = re.compile(r"\b[a-z0-9.%+\-]{1,4}+@[a-z0-9\-]{1,3}+(?:\.[a-z0-9\-]{1,3}){1,2}")
+SMALL_LONGEST = 16
+
+
+def bracketed(match: re.Match[str]) -> str:
+    return f"<{match.group()}>"
+
+
+@pytest.mark.unit
+@given(st.text(alphabet="ab1.-+%@ \n", max_size=300), st.integers(1, 40))
+def test_a_pass_in_windows_redacts_exactly_what_one_pass_does(text: str, window: int) -> None:
+    expected = SMALL_EMAIL.subn(bracketed, text)
+    assert subn_in_windows(SMALL_EMAIL, bracketed, text, SMALL_LONGEST, window) == expected
+
+
+@pytest.mark.unit
+@given(
+    st.lists(
+        st.sampled_from(["a.", "jo.e+x@mail.example.org ", "@", "-", "x" * 70 + "@b.c", " "]),
+        max_size=400,
+    ),
+    st.integers(1, 200),
+)
+def test_the_email_pattern_in_windows_matches_one_pass(pieces: list[str], window: int) -> None:
+    text = "".join(pieces) * 3
+    pattern = PATTERNS["email"]
+    expected = pattern.subn(bracketed, text)
+    assert subn_in_windows(pattern, bracketed, text, EMAIL_LONGEST, window) == expected
+
+
+class Scans:
+    """A pattern that notes how far each of its `finditer` calls may read."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.reads: list[int] = []
+
+    def finditer(self, text: str, pos: int, endpos: int) -> Iterator[re.Match[str]]:
+        self.reads.append(min(endpos, len(text)) - pos)
+        return self.pattern.finditer(text, pos, endpos)
+
+
+@pytest.mark.unit
+def test_no_single_call_scans_more_than_a_window_at_the_body_limit() -> None:
+    """One `re` call holds the interpreter lock: a window, not 6 MB, is the longest stall."""
+    text = repeated("a.", MAX_REQUEST_BYTES) + " jane.doe@example.com"
+    scans = Scans(PATTERNS["email"])
+    pattern = cast("re.Pattern[str]", scans)
+    redacted, found = subn_in_windows(pattern, bracketed, text, EMAIL_LONGEST)
+    assert (redacted, found) == PATTERNS["email"].subn(bracketed, text)
+    assert found == 1
+    assert redacted.endswith("<jane.doe@example.com>")
+    assert len(scans.reads) > MAX_REQUEST_BYTES // WINDOW
+    assert max(scans.reads) <= WINDOW + EMAIL_LONGEST
+
+
+@pytest.mark.unit
+def test_redact_secrets_runs_the_email_pattern_in_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    scans = Scans(PATTERNS["email"])
+    monkeypatch.setitem(PATTERNS, "email", cast("re.Pattern[str]", scans))
+    policy = RedactSecrets({"kinds": ["email"]})
+    text = repeated("a.", 4 * WINDOW) + " jane.doe@example.com"
+    assert policy.rewrite(text).endswith(" [REDACTED:email]")
+    assert max(scans.reads) <= WINDOW + EMAIL_LONGEST

@@ -21,7 +21,7 @@ from .exceptions import PolicyConfigError, PolicyFailure, PolicyViolation
 from .runtime.chain import PolicyChain
 from .runtime.document import PolicyDocument
 from .runtime.loader import BUILTIN_POLICIES, load_chain, load_document
-from .text import TextRewriter, response_text_slots, rewrite_text, text_slots
+from .text import TextRewriter, response_text_slots, rewrite_text, subn_in_windows, text_slots
 from .tool_gate import ToolCallGate, canonical_input
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ __all__ = [
     "load_document",
     "response_text_slots",
     "rewrite_text",
+    "subn_in_windows",
     "text_slots",
 ]
 

@@ -9,10 +9,13 @@ their signatures, so changing a byte of them breaks every later turn.
 `TextRewriter` is the base of a policy that is one `rewrite(text) -> text`:
 it applies it to every such place of a request and, when asked, of a
 response and a stream's text, and records what it changed for the audit trail.
+`subn_in_windows` runs a costly pattern over long text without holding the
+interpreter lock for the whole of it.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
@@ -20,6 +23,40 @@ from typing import Any, ClassVar
 from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
 
 _SKIPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+
+WINDOW = 1 << 18
+"""How many start positions one `re` call of a windowed pattern tries: about 35 ms at worst."""
+
+
+def subn_in_windows(
+    pattern: re.Pattern[str],
+    replace: Callable[[re.Match[str]], str],
+    text: str,
+    longest: int,
+    window: int = WINDOW,
+) -> tuple[str, int]:
+    """`pattern.subn(replace, text)`, one window of start positions per `re` call.
+
+    Exact for a pattern whose matches are at most `longest` characters and that
+    looks at nothing past its match: a match starting in a window ends before
+    the window's reach, and `\\b` at a window's start still sees the character
+    before it. Between calls the interpreter lock can pass to other threads.
+    """
+    if len(text) <= window + longest:
+        return pattern.subn(replace, text)
+    pieces: list[str] = []
+    count = done = start = 0
+    while start < len(text):
+        stop = start + window
+        for match in pattern.finditer(text, start, stop + longest):
+            if match.start() >= stop:
+                break
+            pieces += (text[done : match.start()], replace(match))
+            done = match.end()
+            count += 1
+        start = max(stop, done)
+    pieces.append(text[done:])
+    return "".join(pieces), count
 
 
 def _content_slots(holder: Any, key: Any) -> Iterator[tuple[Any, Any]]:

@@ -15,7 +15,7 @@ whose signatures the API checks. Kinds:
 - `private_key`: a PEM private key block, up to the end of the text when its
   END line is missing (a pasted key cut short is still a key)
 - `email`: e-mail addresses within RFC 5321's limits (a local part of at most
-  64 characters, domain labels of at most 63)
+  64 characters, domain labels of at most 63, at most 127 labels after the first)
 
 Not bypassable: the passthrough fallback redacts the original again before
 resending it (the narrow fallback), so a secret never leaves through it.
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from ..options import PolicyOptions
-from ..text import TextRewriter
+from ..text import TextRewriter, subn_in_windows
 
 Kind = Literal[
     "anthropic_api_key",
@@ -55,6 +55,12 @@ Kind = Literal[
 # the e-mail's local part, unbounded, made "a.a.a…" without an "@" rescan the rest
 # of the run from each of its characters (quadratic: minutes of CPU per request).
 # tests/test_redaction_cpu.py holds each pattern to this.
+#
+# Linear is not enough for the e-mail pattern: it may read 64 characters from
+# each word boundary, so one pass over 6 MB of "a.a.…" takes most of a second,
+# and Python's `re` holds the interpreter lock for a whole call, stalling every
+# other call of a `serve` process. Its matches are bounded (EMAIL_LONGEST), so it
+# runs a window at a time (`text.subn_in_windows`), exactly as one call would.
 PATTERNS: dict[str, re.Pattern[str]] = {
     "private_key": re.compile(
         r"(?P<secret>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
@@ -79,9 +85,15 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     # (RFC 1035). Possessive (`+`): a run that cannot be followed by "@" or "."
     # is never retried shorter, since a shorter one is followed by a class character.
     "email": re.compile(
-        r"(?P<secret>\b[A-Za-z0-9._%+\-]{1,64}+@[A-Za-z0-9\-]{1,63}+(?:\.[A-Za-z0-9\-]{1,63})+)"
+        r"(?P<secret>\b[A-Za-z0-9._%+\-]{1,64}+@[A-Za-z0-9\-]{1,63}+(?:\.[A-Za-z0-9\-]{1,63}){1,127})"
     ),
 }
+
+EMAIL_LONGEST = 64 + 1 + 63 + 127 * (1 + 63)
+"""The longest text the e-mail pattern can match."""
+
+WINDOWED = {"email": EMAIL_LONGEST}
+"""Patterns run a window at a time, with the longest text each can match."""
 
 
 class RedactSecretsOptions(PolicyOptions):
@@ -107,7 +119,9 @@ class RedactSecrets(TextRewriter[RedactSecretsOptions]):
     def setup(self) -> None:
         wanted = set(self.options.kinds or PATTERNS)
         self._patterns = [
-            (kind, pattern, _redactor(kind)) for kind, pattern in PATTERNS.items() if kind in wanted
+            (kind, pattern, _redactor(kind), WINDOWED.get(kind))
+            for kind, pattern in PATTERNS.items()
+            if kind in wanted
         ]
 
     def rewrite(self, text: str) -> str:
@@ -115,8 +129,11 @@ class RedactSecrets(TextRewriter[RedactSecretsOptions]):
 
     def rewrite_counted(self, text: str) -> tuple[str, dict[str, int]]:
         counts: dict[str, int] = {}
-        for kind, pattern, replace in self._patterns:
-            text, found = pattern.subn(replace, text)
+        for kind, pattern, replace, longest in self._patterns:
+            if longest is None:
+                text, found = pattern.subn(replace, text)
+            else:
+                text, found = subn_in_windows(pattern, replace, text, longest)
             if found:
                 counts[kind] = found
         return text, counts
