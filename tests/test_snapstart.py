@@ -279,6 +279,18 @@ def test_hook_paths_do_not_exist_outside_lambda_by_default(
     }
 
 
+def failed_hook(answer: httpx2.Response, name: str) -> None:
+    """The adapter sees a non-2xx and fails the phase; the client-shaped body says which hook."""
+    assert answer.status_code == 503
+    assert answer.json() == {
+        "type": "error",
+        "error": {
+            "type": "api_error",
+            "message": f"The {name} hook failed; see the gateway's logs.",
+        },
+    }
+
+
 def test_a_failed_restore_fails_the_hook_and_leaves_the_gateway_unready(
     make_gateway: Any, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -291,15 +303,7 @@ def test_a_failed_restore_fails_the_hook_and_leaves_the_gateway_unready(
         raise OSError("no file descriptors left")
 
     monkeypatch.setattr(snapstart, "UpstreamClient", broken)
-    answer = hook(url, AFTER)
-    assert answer.status_code == 503
-    assert answer.json() == {
-        "type": "error",
-        "error": {
-            "type": "api_error",
-            "message": "The after-restore hook failed; see the gateway's logs.",
-        },
-    }
+    failed_hook(hook(url, AFTER), "after-restore")
     assert httpx2.get(url + "/healthz").status_code == 503
 
 
@@ -314,15 +318,7 @@ def test_a_failed_checkpoint_hook_fails_the_phase(
         raise OSError("the exporter's socket is gone")
 
     monkeypatch.setattr(tracing, "flush", broken)
-    answer = hook(url, BEFORE)
-    assert answer.status_code == 503
-    assert answer.json() == {
-        "type": "error",
-        "error": {
-            "type": "api_error",
-            "message": "The before-checkpoint hook failed; see the gateway's logs.",
-        },
-    }
+    failed_hook(hook(url, BEFORE), "before-checkpoint")
 
 
 def test_from_adapter_needs_loopback_and_no_forwarded_headers() -> None:
