@@ -75,8 +75,8 @@ def test_flag_status_without_stack_labels_the_ttl_as_this_shells(ssm: Any) -> No
     unset = status_of(cli("flag", "status", unset=(settings.ENV_FLAG_TTL,)))
     assert unset["gateway_ttl_seconds"] == settings.DEFAULT_FLAG_TTL
     assert unset["gateway_ttl_from"] == (
-        f"the gateway's default ({settings.ENV_FLAG_TTL} is not set in this shell's environment "
-        "(pass --stack NAME for a deployed gateway's))"
+        f"the gateway's default: {settings.ENV_FLAG_TTL} is not set in this shell's environment "
+        "(pass --stack NAME for a deployed gateway's)"
     )
 
 

@@ -61,7 +61,7 @@ class Targets:
         """Where the value of the variable `name` came from, for the operator to judge."""
         if name in self.env:
             return f"{name} in {self.source}"
-        return f"the gateway's default ({name} is not set in {self.source})"
+        return f"the gateway's default: {name} is not set in {self.source}"
 
 
 def resolve(stack: str | None, region: str | None) -> Targets:
