@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from ..fallback.repair import may_be_empty
+
 TOOL_TRIGGER = "/tool"
 _TOOL_CALL = re.compile(rf"\s*{re.escape(TOOL_TRIGGER)}\s+(\S+)\s*(.*)", re.DOTALL)
 # How much of a tool call's input JSON each `input_json_delta` carries: small
@@ -47,13 +49,14 @@ def _has_empty_text_block(body: dict[str, Any]) -> bool:
 
 
 def _empty_message(messages: list[Any]) -> int | None:
-    """The first message whose empty content the API refuses (a final prefill may be empty)."""
+    """The first message whose empty content the API refuses."""
     for index, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("content") not in ("", []):
-            continue
-        if index == len(messages) - 1 and message.get("role") == "assistant":
-            return None
-        return index
+        if (
+            isinstance(message, dict)
+            and message.get("content") in ("", [])
+            and not may_be_empty(messages, index)
+        ):
+            return index
     return None
 
 

@@ -79,7 +79,7 @@ def _empty_text_blocks(request: JSONObject) -> list[Location]:
             if not isinstance(message, dict):
                 continue
             content = message.get("content")
-            if content == "" and not _may_be_empty(messages, m):
+            if content == "" and not may_be_empty(messages, m):
                 found.append(("messages", m, "content"))
             containers.append((("messages", m, "content"), content))
     for location, blocks in containers:
@@ -91,7 +91,7 @@ def _empty_text_blocks(request: JSONObject) -> list[Location]:
     return found
 
 
-def _may_be_empty(messages: list[Any], index: int) -> bool:
+def may_be_empty(messages: list[Any], index: int) -> bool:
     """The API's one exception to non-empty content: a final assistant message (a prefill)."""
     return index == len(messages) - 1 and messages[index].get("role") == "assistant"
 

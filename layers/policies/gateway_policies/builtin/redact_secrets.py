@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Literal
 
 from ..options import PolicyOptions
@@ -111,6 +112,15 @@ def _redactor(kind: str) -> Callable[[re.Match[str]], str]:
     return replace
 
 
+def _substitution(kind: str) -> Callable[[str], tuple[str, int]]:
+    """`subn` with the kind's redactor: a window at a time for a windowed pattern."""
+    pattern, replace = PATTERNS[kind], _redactor(kind)
+    longest = WINDOWED.get(kind)
+    if longest is None:
+        return partial(pattern.subn, replace)
+    return partial(subn_in_windows, pattern, replace, longest=longest)
+
+
 class RedactSecrets(TextRewriter[RedactSecretsOptions]):
     name = "redact_secrets"
     bypassable = False
@@ -118,22 +128,15 @@ class RedactSecrets(TextRewriter[RedactSecretsOptions]):
 
     def setup(self) -> None:
         wanted = set(self.options.kinds or PATTERNS)
-        self._patterns = [
-            (kind, pattern, _redactor(kind), WINDOWED.get(kind))
-            for kind, pattern in PATTERNS.items()
-            if kind in wanted
-        ]
+        self._patterns = [(kind, _substitution(kind)) for kind in PATTERNS if kind in wanted]
 
     def rewrite(self, text: str) -> str:
         return self.rewrite_counted(text)[0]
 
     def rewrite_counted(self, text: str) -> tuple[str, dict[str, int]]:
         counts: dict[str, int] = {}
-        for kind, pattern, replace, longest in self._patterns:
-            if longest is None:
-                text, found = pattern.subn(replace, text)
-            else:
-                text, found = subn_in_windows(pattern, replace, text, longest)
+        for kind, substitute in self._patterns:
+            text, found = substitute(text)
             if found:
                 counts[kind] = found
         return text, counts

@@ -12,8 +12,8 @@ missing tool or forces a tool call with no tools:
 A server tool is removed like any other by its name, and also by its type or
 the name its type gives it (a renamed `web_search_20250305` is still
 `web_search`); a code execution tool also when `names` lists a name its calls
-carry (`bash_code_execution`): it cannot be given only in part. MCP servers are refused unless
-`allowed_mcp_servers` lists them (gateway_policies.upstream_tools).
+carry (`bash_code_execution`): it cannot be given only in part. MCP servers
+are refused unless `allowed_mcp_servers` lists them (gateway_policies.upstream_tools).
 
 Not bypassable: the point is that the model never gets the tool, so the
 fallback strips it from the original again (the narrow fallback).
