@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import httpx2
 import pytest
@@ -25,7 +24,7 @@ from policy_gateway.names import METRIC_FALLBACK_DENIED as METRIC
 
 from .support.fake_upstream import MODEL, FakeUpstream
 from .support.gateway import GatewayFactory, GatewayStdout
-from .support.sdk import REJECTED, REPLACE, USER, both, reject_the_rewrite
+from .support.sdk import REJECTED, REPLACE, USER, both, reject_the_rewrite, tagged_rewrite
 from .support.servers import json_lines
 
 KEY = "sk-ant-the-real-key-0123456789"
@@ -180,17 +179,6 @@ FEDERATED = f"arn:aws:sts::{ACCOUNT}:federated-user"
 """Every federated user of ACCOUNT, as one caller."""
 
 
-def tagged(tag: str) -> dict[str, Any]:
-    """A chain that rewrites (so the upstream refuses and the call falls back) and stamps
-    which chain ran, and the caller it saw, into `metadata.user_id`."""
-    return {
-        "policies": [
-            *json.loads(REPLACE)["policies"],
-            {"policy": "tests.support.policies:Tag", "options": {"tag": tag}},
-        ]
-    }
-
-
 @both
 def test_federated_users_share_their_accounts_budget_and_chain(
     make_gateway: GatewayFactory,
@@ -202,8 +190,11 @@ def test_federated_users_share_their_accounts_budget_and_chain(
     once got four fallbacks with a budget of one, and a name could pick its chain."""
     upstream = rejecting
     document = {
-        **tagged("default"),
-        "callers": {FEDERATED: tagged("account"), f"{FEDERATED}/admin": tagged("admin")},
+        **tagged_rewrite("default"),
+        "callers": {
+            FEDERATED: tagged_rewrite("account"),
+            f"{FEDERATED}/admin": tagged_rewrite("admin"),
+        },
     }
     url = make_gateway(
         policy_config=json.dumps(document), fallback_budget=1, trust_lambda_context=True
