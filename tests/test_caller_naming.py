@@ -15,11 +15,8 @@ from collections.abc import Callable
 import httpx2
 import pytest
 from policy_gateway.auth.authenticator import key_caller
-from policy_gateway.auth.caller import iam_caller
-from policy_gateway.errors import GatewayError
 from policy_gateway.fallback.budget import REASON_BUDGET
 from policy_gateway.headers import RELIED_ON
-from policy_gateway.lambda_context import from_headers
 from policy_gateway.names import METRIC_FALLBACK_DENIED as METRIC
 
 from .support.fake_upstream import MODEL, FakeUpstream
@@ -217,84 +214,6 @@ def test_federated_users_share_their_accounts_budget_and_chain(
     denied = [line for line in lines if line.get("reason") == REASON_BUDGET]
     assert [line["caller"] for line in denied] == [FEDERATED] * 3
     assert sum(len(line[METRIC]) for line in lines if METRIC in line) == 3
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    ("principal", "caller"),
-    [
-        (f"arn:aws:sts::{ACCOUNT}:assumed-role/agents/run-1", ROLE_ARN),
-        (
-            f"arn:aws-us-gov:sts::{ACCOUNT}:assumed-role/a.b@c/s=1,2",
-            f"arn:aws-us-gov:iam::{ACCOUNT}:role/a.b@c",
-        ),
-        (
-            f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSServiceRoleForX/fn",
-            f"arn:aws:iam::{ACCOUNT}:role/AWSServiceRoleForX",
-        ),
-        (f"arn:aws:sts::{ACCOUNT}:federated-user/alice", FEDERATED),
-        (f"arn:aws:sts::{ACCOUNT}:federated-user/a=b,c.d@e-f+g", FEDERATED),
-        (
-            f"arn:aws-cn:sts::{ACCOUNT}:federated-user/bob",
-            f"arn:aws-cn:sts::{ACCOUNT}:federated-user",
-        ),
-        (
-            f"arn:aws-iso-b:sts::{ACCOUNT}:federated-user/bob",
-            f"arn:aws-iso-b:sts::{ACCOUNT}:federated-user",
-        ),
-        (f"arn:aws:iam::{ACCOUNT}:user/alice", f"arn:aws:iam::{ACCOUNT}:user/alice"),
-        (
-            f"arn:aws:iam::{ACCOUNT}:user/division/team/alice",
-            f"arn:aws:iam::{ACCOUNT}:user/division/team/alice",
-        ),
-        (f"arn:aws:iam::{ACCOUNT}:root", f"arn:aws:iam::{ACCOUNT}:root"),
-        (f"arn:aws-cn:iam::{ACCOUNT}:root", f"arn:aws-cn:iam::{ACCOUNT}:root"),
-    ],
-)
-def test_a_signed_principal_is_budgeted_by_what_its_holder_does_not_choose(
-    principal: str, caller: str
-) -> None:
-    assert iam_caller(principal) == caller
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    "principal",
-    [
-        # Forms no signed caller has today, each with a part its holder could pick:
-        # refused rather than taken whole.
-        f"arn:aws:sts::{ACCOUNT}:assumed-role/service-role/agents/run-1",
-        f"arn:aws:sts::{ACCOUNT}:assumed-role/agents",
-        f"arn:aws:sts::{ACCOUNT}:federated-user",
-        f"arn:aws:sts::{ACCOUNT}:federated-user/a/b",
-        f"arn:aws:iam::{ACCOUNT}:role/agents",
-        f"arn:aws:iam::{ACCOUNT}:role/service-role/agents",
-        f"arn:aws:sts::{ACCOUNT}:root",
-        f"arn:aws:iam::{ACCOUNT}:user/",
-        f"arn:aws:iam::{ACCOUNT}:root/x",
-        f"arn:aws:iam::{ACCOUNT}:user/alice\n",
-        f"arn:aws:sts::{ACCOUNT}:assumed-role/agents/run-1 ",
-        f"arn:aws:sts::{ACCOUNT}:assumed-role/agents/r\u00fcn",
-        "arn:aws:sts::1234:federated-user/alice",
-        f"arn:other:sts::{ACCOUNT}:federated-user/alice",
-        f"{ACCOUNT}:alice",
-        "AIDAEXAMPLE:alice",
-        "*",
-        "",
-    ],
-)
-def test_a_principal_of_no_known_form_is_refused(principal: str) -> None:
-    with pytest.raises(GatewayError) as refused:
-        iam_caller(principal)
-    assert (refused.value.status, refused.value.error_type) == (403, "permission_error")
-
-
-@pytest.mark.unit
-def test_only_the_user_arn_names_a_signed_caller() -> None:
-    """`userId` (`<account>:<name>` for a federated user) and `callerId` are never read."""
-    iam = {"userId": f"{ACCOUNT}:alice", "callerId": f"{ACCOUNT}:alice", "accountId": ACCOUNT}
-    context = json.dumps({"authorizer": {"iam": iam}})
-    assert from_headers(None, context).iam_principal is None
 
 
 def test_a_principal_of_no_known_form_is_refused_before_any_upstream_call(
