@@ -27,6 +27,18 @@ REPLACE = json.dumps(
 REJECTED = "codename not allowed"
 
 
+def tagged_rewrite(tag: str) -> dict[str, Any]:
+    """A chain that rewrites as REPLACE does (so `reject_the_rewrite` refuses it and the
+    call falls back) and stamps which chain ran, and the caller and groups it saw, into
+    `metadata.user_id` (`tests.support.policies:Tag`)."""
+    return {
+        "policies": [
+            *json.loads(REPLACE)["policies"],
+            {"policy": "tests.support.policies:Tag", "options": {"tag": tag}},
+        ]
+    }
+
+
 def reject_the_rewrite(body: dict[str, Any]) -> Reply | None:
     """An upstream rule: refuse exactly what the REPLACE chain produces; the original is fine."""
     if "[codename]" in json.dumps(body):
