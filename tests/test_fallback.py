@@ -420,10 +420,15 @@ def test_an_emptied_text_block_is_repaired_before_sending(
     (emf,) = emf_values(json_lines(output), "PolicyRepairs")
     assert (emf["service"], emf["policy"]) == ("policy-gateway", "string_replace")
     assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "policy"]]
-    (logged,) = [line for line in json_lines(output) if line.get("repair_rule")]
-    assert logged["repair_policy"] == "string_replace"
-    assert logged["repair_rule"] == "empty_text_block"
-    assert logged["repair_paths"] == ["$.messages[0].content[1]"]
+    (logged,) = [line for line in json_lines(output) if line.get("repairs")]
+    assert logged["repairs"] == [
+        {
+            "policy": "string_replace",
+            "rule": "empty_text_block",
+            "count": 1,
+            "paths": ["$.messages[0].content[1]"],
+        }
+    ]
     assert not emf_values(json_lines(output), "PassthroughFallback")
     # The repair is one of the call's policy actions, after the change it repaired.
     (line,) = gateway_stdout.call_lines(1)
@@ -432,6 +437,7 @@ def test_an_emptied_text_block_is_repaired_before_sending(
         "policy": "string_replace",
         "action": "repair",
         "rule": "empty_text_block",
+        "count": 1,
         "paths": ["$.messages[0].content[1]"],
     }
 
@@ -519,12 +525,10 @@ def test_rewrite_model_moves_to_its_next_target_on_a_404(
     assert ask_text(sdk(url), stream=stream).startswith("echo:")
     assert [r.json["model"] for r in upstream.requests] == [RETIRED, "claude-live-2"]
     output = gateway_stdout.until(lambda text: "PolicyRepairs" in text)
-    (logged,) = [line for line in json_lines(output) if line.get("repair_rule")]
-    assert (logged["repair_policy"], logged["repair_rule"]) == (
-        "rewrite_model",
-        "on_upstream_error",
-    )
-    assert logged["repair_paths"] == ["$.model"]
+    (logged,) = [line for line in json_lines(output) if line.get("repairs")]
+    assert logged["repairs"] == [
+        {"policy": "rewrite_model", "rule": "on_upstream_error", "count": 1, "paths": ["$.model"]}
+    ]
     (emf,) = emf_values(json_lines(output), "PolicyRepairs")
     assert emf["policy"] == "rewrite_model"
     assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "policy"]]
@@ -541,6 +545,7 @@ def test_rewrite_model_moves_to_its_next_target_on_a_404(
             "policy": "rewrite_model",
             "action": "repair",
             "rule": "on_upstream_error",
+            "count": 1,
             "paths": ["$.model"],
         },
     ]

@@ -113,6 +113,7 @@ def test_the_emptying_policy_is_named_among_several() -> None:
             "policy": "empty",
             "action": "repair",
             "rule": "empty_text_block",
+            "count": 1,
             "paths": ["$.messages[0].content[1]"],
         }
     ]
