@@ -442,6 +442,43 @@ def test_an_emptied_text_block_is_repaired_before_sending(
     }
 
 
+MANY = 20_000
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_many_emptied_blocks_are_one_summed_repair(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    gateway_stdout: GatewayStdout,
+    stream: bool,
+) -> None:
+    """Issue 31: 20,000 blocks a policy empties are one WARNING and one policy action (the
+    count, the rule, the first paths), not 20,000; the quadratic repair also took seconds of
+    CPU here (its cost is figure (11) of the bench)."""
+    upstream.rules = no_empty_text
+    url = make_gateway(policy_config=EMPTYING)
+    assert ask_blocks(url, ["hello", *[EMPTIED] * MANY], stream).replace(" ", "") == "echo:hello"
+    (sent,) = upstream.requests
+    assert sent.json["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hello"}]}
+    ]
+    summary = {
+        "policy": "string_replace",
+        "rule": "empty_text_block",
+        "count": MANY,
+        "paths": [f"$.messages[0].content[{index}]" for index in range(1, 6)],
+    }
+    (line,) = gateway_stdout.call_lines(1)
+    repairs = [a for a in line["policy_actions"] if a["action"] == "repair"]
+    assert repairs == [{**summary, "action": "repair"}]
+    lines = json_lines(gateway_stdout.text)
+    assert [
+        logged["repairs"] for logged in lines if "policy repair:" in logged.get("message", "")
+    ] == [[summary]]
+    (emf,) = emf_values(lines, "PolicyRepairs")
+    assert emf["PolicyRepairs"] == [MANY]
+
+
 def test_a_message_left_empty_gets_a_block_naming_the_policy(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:

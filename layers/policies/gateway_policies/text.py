@@ -123,12 +123,12 @@ async def _rewrite_counting(
     rewrite: Callable[[str], tuple[str, Mapping[str, int]]],
     tally: Counter[str],
 ) -> None:
-    async for batch in in_turns(list(slots)):
+    async for batch in in_turns(slots):
         for container, key in batch:
             old = container[key]
             new, counts = rewrite(old)
-            if counts:
-                tally.update(counts)
+            for kind, count in counts.items():
+                tally[kind] += count
             if new != old:
                 container[key] = new
 

@@ -36,9 +36,11 @@ async def in_turns(
     *,
     batch: int = BATCH,
     clock: Clock = time.perf_counter,
-    turn: float = TURN_SECONDS,
+    turn: float | None = None,
 ) -> AsyncIterator[list[T]]:
-    """`items` in lists of `batch`; between two, the event loop runs others once `turn` is up."""
+    """`items` in lists of `batch`; between two, the event loop runs others once `turn`
+    (TURN_SECONDS by default) is up."""
+    turn = TURN_SECONDS if turn is None else turn
     iterator = iter(items)
     started = clock()
     while taken := list(islice(iterator, batch)):
