@@ -124,8 +124,7 @@ class Fallback:
         repaired = await offload.run(policy_repair(error, prepared))
         if repaired is None or not await self.budget.allows(call.caller, rung="policy repair"):
             return False
-        for made in repaired.repairs:
-            repair.record(made, prepared.ctx, prepared.chain, error.span)
+        repair.record(repaired.repairs, prepared.ctx, prepared.chain, error.span)
         prepared.repaired(repaired.request)
         return True
 
@@ -176,8 +175,7 @@ async def record(
     metrics.metadata(names.ANNOTATION_FALLBACK_SCOPE, retry.scope)
     metrics.flush()
     ctx = prepared.ctx
-    for made in retry.repairs:
-        repair.record(made, ctx, prepared.chain, error.span)
+    repair.record(retry.repairs, ctx, prepared.chain, error.span)
     details: dict[str, Any] = {}
     try:
         error.span.annotate(names.ANNOTATION_FALLBACK, True)

@@ -11,6 +11,7 @@ multi-megabyte request with one changed field costs little.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 Location = tuple[str | int, ...]
@@ -66,3 +67,27 @@ def resolve(document: Any, location: Location) -> Any:
             return MISSING
         value = value[part]
     return value
+
+
+def resolve_each(document: Any, locations: Sequence[Location]) -> list[Any]:
+    """`resolve` of every location, each shared stem walked once: the locations of 200,000
+    blocks of one list cost one walk to the list and two steps each."""
+    found: list[Any] = []
+    stem: Location | None = None
+    base: Any = None
+    for location in locations:
+        split = max(len(location) - 2, 0)
+        if location[:split] != stem:
+            stem = location[:split]
+            base = resolve(document, stem)
+        value = base
+        for part in location[split:]:
+            if isinstance(value, dict):
+                value = value.get(part, MISSING)
+            elif isinstance(value, list) and type(part) is int and 0 <= part < len(value):
+                value = value[part]
+            else:
+                value = MISSING
+                break
+        found.append(value)
+    return found
