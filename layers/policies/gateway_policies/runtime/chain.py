@@ -9,7 +9,7 @@ from typing import Any
 
 from ..base import JSONObject, Policy, PolicyContext, StreamEvent, UpstreamErrorInfo
 from ..exceptions import PolicyFailure, PolicyViolation
-from .diff import MISSING, Location, format_path, resolve
+from .diff import MISSING, Location, format_paths, resolve
 from .shadow import SHADOW_TIMEOUT_SECONDS, ShadowPolicies
 
 DEFAULT_CHAIN = "default"
@@ -175,11 +175,7 @@ class PolicyChain:
         """
         if len(self._request) == 1:
             (policy,) = self._request
-            return (
-                {policy.label: [format_path(location) for location in locations]}
-                if locations
-                else {}
-            )
+            return {policy.label: format_paths(locations)} if locations else {}
         attribution: dict[str, list[str]] = {}
         for policy in self._request:
             before = [_snapshot(document, location) for location in locations]
@@ -188,11 +184,11 @@ class PolicyChain:
             except Exception as exc:  # attribution must never stop the fallback's record
                 attribution[policy.label] = [f"<replay failed: {type(exc).__name__}>"]
                 continue
-            paths = [
-                format_path(location)
+            paths = format_paths(
+                location
                 for location, old in zip(locations, before, strict=True)
                 if _snapshot(document, location) != old
-            ]
+            )
             if paths:
                 attribution[policy.label] = paths
         return attribution
