@@ -23,8 +23,13 @@ from typing import Any
 import anthropic
 import pytest
 from gateway_policies import recorder
-from gateway_policies.testing import as_pairs, message_delta, message_start, message_stop
-from gateway_policies.testing import tool_use_block
+from gateway_policies.testing import (
+    as_pairs,
+    message_delta,
+    message_start,
+    message_stop,
+    tool_use_block,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from policy_gateway import settings as gateway_settings
@@ -66,7 +71,9 @@ TEMPLATE: dict[str, Any] = {
         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
         {
             "role": "assistant",
-            "content": [{"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "v"}}],
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "v"}}
+            ],
         },
         {
             "role": "user",
@@ -138,6 +145,23 @@ def answer(streaming: bool, big: str) -> Reply:
     content = [{"type": "tool_use", "id": "toolu_9", "name": big, "input": {}}]
     body = message("", model=big, content=content) | {"stop_reason": "tool_use"}
     return Reply(body=body, headers={"request-id": "req_fake"})
+
+
+def call(
+    url: str,
+    upstream: FakeUpstream,
+    out: Path,
+    count: int,
+    slots: list[tuple[str, Location]],
+    big: str,
+    stream: bool,
+) -> None:
+    """One call with `big` in `slots`, whose first attempt the upstream refuses with `big` as
+    its error type and whose fallback it answers; returns once the `count`th call line is out."""
+    upstream.reset()
+    upstream.script(Reply.error(400, big), answer(stream, big))
+    ask(url, planted_request(slots, big), stream)
+    eventually(lambda: out.read_text().count('"call finished"') >= count, 10)
 
 
 def ask(url: str, request: dict[str, Any], streaming: bool) -> None:
@@ -223,26 +247,19 @@ def test_a_megabyte_key_anywhere_leaves_every_record_bounded_json_and_without_it
         )
         def one_call(slots: list[tuple[str, Location]], offset: float, streaming: bool) -> None:
             nonlocal calls
-            big = planted(offset)
-            upstream.reset()
-            upstream.script(Reply.error(400, big), answer(streaming, big))
-            ask(url, planted_request(slots, big), streaming)
             calls += 1
-            eventually(lambda: out.read_text().count('"call finished"') >= calls, 10)
+            call(url, upstream, out, calls, slots, planted(offset), streaming)
 
         one_call()
         # The fallback's examples are certain, not left to the draw: the key in
         # tool_choice (item 3's case) and in a stripped server tool's name (item 2's).
-        big = planted(0.5)
-        for slots, streaming in (
+        certain: list[tuple[list[tuple[str, Location]], bool]] = [
             ([("key", ("tool_choice",))], False),
             ([("value", ("tools", 1, "name"))], True),
-        ):
-            upstream.reset()
-            upstream.script(Reply.error(400, big), answer(streaming, big))
-            ask(url, planted_request(slots, big), streaming)
+        ]
+        for slots, streaming in certain:
             calls += 1
-            eventually(lambda: out.read_text().count('"call finished"') >= calls, 10)
+            call(url, upstream, out, calls, slots, planted(0.5), streaming)
         spans = receiver.spans(expect=calls)
     text = out.read_text()
     seen = check_records(text, spans)
@@ -250,5 +267,7 @@ def test_a_megabyte_key_anywhere_leaves_every_record_bounded_json_and_without_it
     # The stripped server tool by its type, never the name the client gave it.
     assert {"policy": "strip_tools", "action": "strip", "tools": STRIPPED} in last["policy_actions"]
     assert seen["fallbacks"] >= 2
-    assert seen["strips"] and seen["shadow"] and seen["blocks"]
+    assert seen["strips"]
+    assert seen["shadow"]
+    assert seen["blocks"]
     assert len(spans) >= calls

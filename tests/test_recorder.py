@@ -118,7 +118,7 @@ def test_a_changed_path_quotes_the_api_s_field_names_and_counts_the_client_s_key
 
 
 def test_a_changed_path_is_bounded_in_length() -> None:
-    deep = ("messages", 0, *(["content", 0] * 200))
+    deep: tuple[str | int, ...] = ("messages", 0, *(("content", 0) * 200))
     path = format_path(deep)
     assert len(path) == MAX_PATH + len(recorder.CUT)
     assert path.endswith(recorder.CUT)
