@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import pytest
 from gateway_policies import recorder
 from gateway_policies.testing import (
     as_pairs,
@@ -36,7 +35,7 @@ from policy_gateway import settings as gateway_settings
 
 from .support.clock import eventually
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
-from .support.servers import ThreadedServer, gateway_process
+from .support.servers import gateway_process
 from .support.traces import OTLPReceiver
 
 KEY = "sk-ant-api03-" + "K3yM4t3r1aL" * 8 + "xAA"
@@ -203,14 +202,6 @@ def check_records(text: str, spans: list[Any]) -> dict[str, int]:
                     assert len(item) <= recorder.MAX_TEXT + len(recorder.CUT), key
                     assert TAIL not in item
     return seen
-
-
-@pytest.fixture
-def otlp() -> Iterator[tuple[OTLPReceiver, str]]:
-    receiver = OTLPReceiver()
-    server = ThreadedServer(receiver).start()
-    yield receiver, server.url
-    server.stop()
 
 
 def test_a_megabyte_key_anywhere_leaves_every_record_bounded_json_and_without_it(
