@@ -61,6 +61,7 @@ SHARED: dict[str, frozenset[str]] = {
             "exceptions",
             "numbers",
             "options",
+            "recorder",
             "text",
             "tool_gate",
             "tool_options",

@@ -35,7 +35,7 @@ from typing import Any
 from gateway_policies import JSONObject, PolicyAction, PolicyChain, PolicyContext
 from gateway_policies.actions import REPAIR
 from gateway_policies.numbers import json_number
-from gateway_policies.runtime.diff import Location, format_path, resolve
+from gateway_policies.runtime.diff import Location, format_paths, resolve
 from gateway_policies.turns import in_turns
 
 from .. import names
@@ -67,7 +67,7 @@ class Repair:
     @classmethod
     def at(cls, policy: str, rule: str, locations: Sequence[Location]) -> Repair:
         """The repairs of `rule` at `locations`: all counted, the first few named."""
-        paths = [format_path(location) for location in locations[:MAX_REPAIR_PATHS]]
+        paths = format_paths(locations[:MAX_REPAIR_PATHS])
         return cls(policy, rule, paths, len(locations))
 
     def details(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 from ..base import JSONObject, Policy, PolicyContext, StreamEvent, UpstreamErrorInfo
 from ..exceptions import PolicyFailure, PolicyViolation
 from ..turns import STEPS, in_turns
-from .diff import MISSING, Location, format_path, resolve_each
+from .diff import MISSING, Location, format_paths, resolve_each
 from .shadow import SHADOW_TIMEOUT_SECONDS, ShadowPolicies
 
 DEFAULT_CHAIN = "default"
@@ -177,17 +177,13 @@ class PolicyChain:
         """
         if len(self._request) == 1:
             (policy,) = self._request
-            return (
-                {policy.label: [format_path(location) for location in locations]}
-                if locations
-                else {}
-            )
+            return {policy.label: format_paths(locations)} if locations else {}
         attribution: dict[str, list[str]] = {}
         async for policy, changed in self._replay(document, locations, ctx):
             if isinstance(changed, Exception):
                 attribution[policy.label] = [f"<replay failed: {type(changed).__name__}>"]
             elif changed:
-                attribution[policy.label] = [format_path(locations[i]) for i in changed]
+                attribution[policy.label] = format_paths(locations[i] for i in changed)
         return attribution
 
     async def changed_first_by(
