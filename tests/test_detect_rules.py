@@ -13,11 +13,14 @@ import re
 from collections.abc import Iterator
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
+from typing import get_args
 
 import pytest
+from gateway_policies.builtin.redact_secrets import Kind
 from gateway_policies.detect.rule import Rule
 from gateway_policies.detect.rules import RULES, generic, keys, pii
 
+from .support.rule_scan import scan
 from .support.secret_samples import Sample, false_positives, true_positives
 
 pytestmark = pytest.mark.unit
@@ -33,15 +36,8 @@ FORBIDDEN = {
 CATEGORY_FREE = {sre.CATEGORY: "a Unicode class (\\s, \\w, \\d): spell the ASCII class out"}
 WORD_BOUNDARIES = (sre.AT_BOUNDARY, sre.AT_NON_BOUNDARY)
 NOT_PROVIDERS = {rule.kind for module in (generic, keys, pii) for rule in module.RULES}
-CORE_KINDS = {
-    "anthropic_api_key",
-    "aws_access_key_id",
-    "aws_secret_access_key",
-    "github_token",
-    "bearer_token",
-    "private_key",
-    "email",
-}
+# The kinds redact_secrets has always had (rules/core.py): the `kinds` option's contract.
+CORE_KINDS = set(get_args(Kind))
 PII_KINDS = {"payment_card", "iban", "us_ssn", "phone"}
 MINE = [rule for rule in RULES if rule.kind not in CORE_KINDS]
 
@@ -80,24 +76,6 @@ def dialect_faults(rule: Rule, forbidden: dict[object, str]) -> list[str]:
         if op is sre.IN:
             faults += [forbidden[sub] for sub, _ in arg if sub in forbidden]  # type: ignore[attr-defined]
     return faults
-
-
-def scan(text: str, rules: tuple[Rule, ...] | list[Rule] = RULES) -> list[tuple[int, int, str]]:
-    """A plain `re` reference scan: every match's `secret` span that its validator keeps.
-
-    Each search resumes where the last secret ended, so a delimiter a match consumed can start
-    the next one (`AKIA…,AKIA…`)."""
-    found = []
-    for rule in rules:
-        pattern = re.compile(rule.pattern, flags(rule))
-        position = 0
-        while (match := pattern.search(text, position)) is not None:
-            group = "secret" if "secret" in pattern.groupindex else 0
-            start, end = match.span(group)
-            if rule.validator is None or rule.validator(match.group(group)):
-                found.append((start, end, rule.kind))
-            position = max(end, match.start() + 1)
-    return found
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.kind)

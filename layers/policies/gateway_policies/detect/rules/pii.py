@@ -46,11 +46,12 @@ RULES: tuple[Rule, ...] = (
         validator=us_ssn,
         default_on=False,
     ),
-    # E.164: "+", then up to 15 digits, single spaces, dots or dashes allowed between them.
+    # E.164: "+", then up to 15 digits, single spaces or dashes allowed between them; a dot
+    # and a digit after them make it a decimal (`Decimal('+35236450.6')`), not a number.
     Rule(
         kind="phone",
         pattern=(
-            r"(?:^|[^0-9A-Za-z_+])(?P<secret>\+[1-9](?:[ .-]?[0-9]){7,14})"
+            r"(?:^|[^0-9A-Za-z_+])(?P<secret>\+[1-9](?:[ -]?[0-9]){7,14})"
             + _grouped_end(" .-", "0-9A-Za-z_")
         ),
         max_length=1 + 2 + 28 + 2,
