@@ -644,6 +644,7 @@ def corpus_near_misses(rng: random.Random) -> Iterator[str]:
     yield "Authorization: Basic authentication is not supported\n"
     yield "phone: +1 (555) 0100, ssn: 000-12-3456, card: 4111 1111 1111 1112\n"
     yield "version 1234-5678-9012-3456 and build 2024-01-1234\n"
+    yield "ctx.quantize(Decimal('+35236450.6'), rounding=ROUND_UP)\n"
 
 
 def false_positives(seed: int = 0) -> list[str]:
