@@ -69,6 +69,8 @@ SHARED: dict[str, frozenset[str]] = {
             "upstream_tools",
         }
     ),
+    # What every rule module is built from.
+    "gateway_policies.detect": frozenset({"rule", "shapes", "validators"}),
 }
 
 # The one import up the tree: `policy-gateway serve` runs the app, and the CLI,
