@@ -64,6 +64,7 @@ SHARED: dict[str, frozenset[str]] = {
             "text",
             "tool_gate",
             "tool_options",
+            "tool_rules",
             "upstream_tools",
         }
     ),
