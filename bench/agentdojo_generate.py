@@ -68,22 +68,26 @@ def _calls(messages: Any) -> list[dict[str, Any]]:
     return calls
 
 
+def _ground_truth(suite: Any, task: Any, prompt: str, vectors: dict[str, str]) -> Any:
+    """A task's ground-truth calls and their results, the vectors holding these texts."""
+    environment = suite.load_and_inject_default_environment(vectors)
+    runtime = FunctionsRuntime(suite.tools)
+    _, _, _, messages, _ = GroundTruthPipeline(task).query(prompt, runtime, environment)
+    return _calls(messages)
+
+
 def suite_data(name: str) -> dict[str, Any]:
     suite = get_suite(VERSION, name)
     defaults = suite.get_injection_vector_defaults()
     canaries = {vector: f"<CANARY---{vector}--->" for vector in defaults}
-    user_tasks = {}
-    for task_id, task in suite.user_tasks.items():
-        environment = suite.load_and_inject_default_environment(canaries)
-        runtime = FunctionsRuntime(suite.tools)
-        _, _, _, messages, _ = GroundTruthPipeline(task).query(task.PROMPT, runtime, environment)
-        user_tasks[task_id] = {"prompt": task.PROMPT, "calls": _calls(messages)}
-    injection_tasks = {}
-    for task_id, task in suite.injection_tasks.items():
-        environment = suite.load_and_inject_default_environment(defaults)
-        runtime = FunctionsRuntime(suite.tools)
-        _, _, _, messages, _ = GroundTruthPipeline(task).query(task.GOAL, runtime, environment)
-        injection_tasks[task_id] = {"goal": task.GOAL, "calls": _calls(messages)}
+    user_tasks = {
+        task_id: {"prompt": task.PROMPT, "calls": _ground_truth(suite, task, task.PROMPT, canaries)}
+        for task_id, task in suite.user_tasks.items()
+    }
+    injection_tasks = {
+        task_id: {"goal": task.GOAL, "calls": _ground_truth(suite, task, task.GOAL, defaults)}
+        for task_id, task in suite.injection_tasks.items()
+    }
     attack = ImportantInstructionsAttack._JB_STRING.replace("{user}", USER).replace(
         "{model}", MODEL
     )
