@@ -65,6 +65,7 @@ SHARED: dict[str, frozenset[str]] = {
             "text",
             "tool_gate",
             "tool_options",
+            "tool_rules",
             "turns",
             "upstream_tools",
         }
