@@ -611,6 +611,9 @@ def test_dashboard_charts_every_metric_with_the_emitted_dimension() -> None:
         names.METRIC_FALLBACK_FAILED,
     ):
         assert charted[name] == {"Sum"}
+    # The oldest chain version any environment still runs: it falls once a change has
+    # reached them all.
+    assert charted[names.METRIC_CHAIN_VERSION_AGE] == {"Maximum"}
 
 
 def _searches(stack: Stack) -> dict[str, str]:
