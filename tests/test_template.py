@@ -436,7 +436,8 @@ def test_the_gateway_may_only_read_the_live_values() -> None:
         if set(statement["Resource"] if isinstance(statement["Resource"], list) else
                [statement["Resource"]]) & live_arns
     }  # fmt: skip
-    assert actions == {"ssm:GetParameter"}
+    # One GetParameters call reads both (policy_gateway/parameter_batch.py).
+    assert actions == {"ssm:GetParameters"}
 
 
 # ---------------------------------------------------------- stack identity
