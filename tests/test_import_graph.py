@@ -44,6 +44,7 @@ SHARED: dict[str, frozenset[str]] = {
             "lambda_context",
             "names",
             "offload",
+            "parameter_batch",
             "parameters",
             "policy_source",
             "settings",
@@ -65,6 +66,7 @@ SHARED: dict[str, frozenset[str]] = {
             "text",
             "tool_gate",
             "tool_options",
+            "tool_rules",
             "turns",
             "upstream_tools",
         }

@@ -58,13 +58,18 @@ def client(
     return anthropic.Anthropic(base_url=url, max_retries=0, api_key=api_key, auth_token=auth_token)
 
 
-def ask(client: anthropic.Anthropic, streaming: bool, **params: Any) -> Message:
-    params = {
+def with_defaults(**params: Any) -> dict[str, Any]:
+    """A Messages call's parameters: these, else a small call saying hello."""
+    return {
         "model": MODEL,
         "max_tokens": 256,
         "messages": [{"role": "user", "content": "hello"}],
         **params,
     }
+
+
+def ask(client: anthropic.Anthropic, streaming: bool, **params: Any) -> Message:
+    params = with_defaults(**params)
     if streaming:
         with client.messages.stream(**params) as events:
             return events.get_final_message()
