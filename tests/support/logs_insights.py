@@ -12,13 +12,14 @@ a query outside the subset fails loudly instead of passing unchecked.
 
 from __future__ import annotations
 
-import json
 import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .printed import json_objects
 
 Record = dict[str, Any]
 Scalar = str | int | float | bool | None
@@ -66,15 +67,10 @@ def tokens(query: str) -> list[Token]:
 
 def records(text: str) -> list[Record]:
     """The JSON-object lines of a process's output, each with `@message` and `@timestamp`."""
-    found: list[Record] = []
-    for line in text.splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            found.append({**value, "@message": line, "@timestamp": len(found)})
-    return found
+    return [
+        {**value, "@message": line, "@timestamp": n}
+        for n, (line, value) in enumerate(json_objects(text))
+    ]
 
 
 def value_of(record: Record, path: str) -> Scalar:
