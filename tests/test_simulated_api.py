@@ -5,12 +5,17 @@ results answered as /v1/messages answers, and every 404 saying it is the simulat
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
 import pytest
+from policy_gateway import settings
 from policy_gateway.cli.simulated_batches import CANCELING_SECONDS, PROCESSING_SECONDS
 from policy_gateway.cli.simulated_errors import KNOWN_MODELS, SIMULATOR
 from policy_gateway.cli.simulated_models import CATALOGUE
@@ -19,10 +24,11 @@ from policy_gateway.cli.simulator import create_simulator
 from .support.clock import ManualClock
 from .support.gateway import GatewayFactory
 from .support.sdk import sdk
-from .support.servers import ThreadedServer, serving
+from .support.servers import ROOT, ThreadedServer, gateway_process, serving
 
 MODEL = "claude-sonnet-4-6"
 SECRET = "AKIAIOSFODNN7EXAMPLE"
+README_URL = "http://127.0.0.1:8080"
 REDACT = json.dumps({"policies": [{"policy": "redact_secrets", "options": {}}]})
 
 
@@ -189,3 +195,36 @@ def test_an_unserved_route_through_the_gateway_names_the_simulator(
     url = make_gateway(upstream_base_url=simulator.url, allow_files_api=True)
     with pytest.raises(anthropic.NotFoundError, match=SIMULATOR):
         sdk(url).beta.files.list()
+
+
+def readme_block(containing: str) -> str:
+    """The README's ```python block that contains `containing`."""
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+    found = [block for block in blocks if containing in block]
+    assert len(found) == 1, f"{len(found)} README python blocks contain {containing!r}"
+    return found[0]
+
+
+def test_the_readme_s_batch_example_runs_against_serve_s_simulator(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """As written, against `policy-gateway serve --simulate-upstream` (what `make run` starts)."""
+    monkeypatch.delenv(settings.ENV_UPSTREAM_BASE_URL, raising=False)
+    example = readme_block("client.messages.batches.create")
+    with gateway_process(
+        {}, stdout_path=tmp_path / "serve.log", serve_args=["--simulate-upstream"]
+    ) as (
+        url,
+        _,
+    ):
+        ran = subprocess.run(
+            [sys.executable, "-c", example.replace(README_URL, url)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert ran.returncode == 0, ran.stderr
+    models, result = ran.stdout.splitlines()
+    assert MODEL in models
+    assert result == "greeting succeeded"
