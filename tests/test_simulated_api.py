@@ -202,7 +202,7 @@ def readme_block(containing: str) -> str:
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
     found = [block for block in blocks if containing in block]
     assert len(found) == 1, f"{len(found)} README python blocks contain {containing!r}"
-    return found[0]
+    return str(found[0])
 
 
 def test_the_readme_s_batch_example_runs_against_serve_s_simulator(
