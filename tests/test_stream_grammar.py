@@ -323,7 +323,7 @@ class JudgedInputs(ToolCallGate):
         return "it removes files" if "rm" in text else None
 
 
-INPUTS = st.one_of(
+INPUTS: st.SearchStrategy[dict[str, Any]] = st.one_of(
     st.just({}),
     st.just(RM),
     st.dictionaries(
