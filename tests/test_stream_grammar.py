@@ -41,63 +41,32 @@ from gateway_policies.tool_gate import ToolCallGate, canonical_input
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .support.client import error_of, policy_chain, sse_frames
+from .support.client import error_of, sse_frames
 from .support.fake_upstream import MODEL, FakeUpstream
+from .support.framings import (
+    CITATION,
+    DELTA_AFTER_STOP,
+    FRAMINGS,
+    GATE_RM,
+    GOOD,
+    INPUT_AT_START,
+    RM,
+    TEXT,
+    THINKING,
+    call,
+    delta,
+    partial,
+    post_stream,
+    sse_reply,
+    start,
+    stop,
+    wire,
+)
 from .support.gateway import GatewayFactory
 from .support.sdk import sdk
-from .test_stream_integrity import TOOLS, post_stream, sse_reply, wire
+from .support.tool_calls import TOOLS
 
-RM = {"command": "rm -rf /"}
-GATE_RM = policy_chain(("block_tool_calls", {"rules": [{"input": "rm -rf"}]}))
 CHAINS = pytest.mark.parametrize("chain", [None, GATE_RM], ids=["no-policies", "tool-gate"])
-
-
-def start(index: Any, block: dict[str, Any]) -> StreamEvent:
-    return event({"type": "content_block_start", "index": index, "content_block": block})
-
-
-def call(
-    index: Any, tool_input: Any = None, *, kind: str = "tool_use", name: str = "bash"
-) -> StreamEvent:
-    block = {"type": kind, "id": f"toolu_{index}", "name": name, "input": tool_input or {}}
-    return start(index, block)
-
-
-def delta(index: Any, body: dict[str, Any]) -> StreamEvent:
-    return event({"type": "content_block_delta", "index": index, "delta": body})
-
-
-def partial(index: Any, text: Any) -> StreamEvent:
-    return delta(index, {"type": "input_json_delta", "partial_json": text})
-
-
-def stop(index: Any) -> StreamEvent:
-    return event({"type": "content_block_stop", "index": index})
-
-
-DELTA_AFTER_STOP = [
-    message_start(),
-    call(0),
-    stop(0),
-    partial(0, json.dumps(RM)),
-    message_delta("tool_use"),
-    message_stop(),
-]
-INPUT_AT_START = [
-    message_start(),
-    call(0, RM),
-    partial(0, ""),
-    stop(0),
-    message_delta("tool_use"),
-    message_stop(),
-]
-FRAMINGS = pytest.mark.parametrize(
-    "events", [DELTA_AFTER_STOP, INPUT_AT_START], ids=["delta-after-stop", "input-at-start"]
-)
-
-TEXT = start(0, {"type": "text", "text": ""})
-THINKING = start(0, {"type": "thinking", "thinking": "", "signature": ""})
-CITATION = {"type": "char_location", "cited_text": "x", "document_index": 0}
 OPENED = [message_start(), TEXT]
 PREFILLED = {
     **message_start().json["message"],
@@ -136,37 +105,6 @@ BROKEN: dict[str, list[StreamEvent]] = {
     "after-message-stop": [message_start(), message_delta(), message_stop(), ping()],
     "second-message": [message_start(), message_delta(), message_stop(), message_start()],
 }
-GOOD = [
-    message_start(),
-    ping(),
-    THINKING,
-    delta(0, {"type": "thinking_delta", "thinking": "let me see"}),
-    delta(0, {"type": "signature_delta", "signature": "c2ln"}),
-    stop(0),
-    start(1, {"type": "redacted_thinking", "data": "b3BhcXVl"}),
-    stop(1),
-    start(2, {"type": "text", "text": ""}),
-    delta(2, {"type": "text_delta", "text": "As the docs say"}),
-    delta(2, {"type": "citations_delta", "citation": CITATION}),
-    delta(2, {"type": "future_delta", "whatever": [1]}),
-    stop(2),
-    event({"type": "future_event", "x": 1}),
-    call(3, kind="server_tool_use", name="web_search"),
-    partial(3, '{"query": '),
-    partial(3, '"weather"}'),
-    stop(3),
-    start(4, {"type": "web_search_tool_result", "tool_use_id": "toolu_3", "content": []}),
-    stop(4),
-    call(5),
-    partial(5, ""),
-    partial(5, '{"command": "ls"}'),
-    stop(5),
-    ping(),
-    message_delta("tool_use"),
-    message_stop(),
-]
-
-
 # ------------------------------------------------------------- the grammar alone
 
 
@@ -290,17 +228,7 @@ def test_a_stream_in_order_is_relayed_byte_for_byte(
     url = make_gateway(policy_config=chain)
     sent = wire(*GOOD)
     upstream.script(sse_reply(sent))
-    response = httpx2.post(
-        f"{url}/v1/messages",
-        json={
-            "model": MODEL,
-            "max_tokens": 64,
-            "stream": True,
-            "messages": [{"role": "user", "content": "hi"}],
-        },
-        headers={"x-api-key": "sk-ant-test-key", "anthropic-version": "2023-06-01"},
-        timeout=10,
-    )
+    response = post_stream(url)
     assert response.status_code == 200
     assert response.content == b"".join(sent)
 

@@ -21,9 +21,18 @@ from gateway_policies import StreamEvent
 from gateway_policies.tool_gate import canonical_input
 
 from .support.fake_upstream import MODEL, FakeUpstream
+from .support.framings import (
+    CITATION,
+    DELTA_AFTER_STOP,
+    FRAMINGS,
+    GATE_RM,
+    GOOD,
+    INPUT_AT_START,
+    sse_reply,
+    wire,
+)
 from .support.gateway import GatewayFactory
-from .test_stream_grammar import DELTA_AFTER_STOP, FRAMINGS, GATE_RM, GOOD, INPUT_AT_START
-from .test_stream_integrity import TOOLS, sse_reply, wire
+from .support.tool_calls import TOOLS
 
 CLIENT = Path(__file__).parent / "ts"
 
@@ -110,6 +119,6 @@ def test_every_kind_of_block_reaches_the_typescript_sdk_through_the_gate(
         "web_search_tool_result",
         "tool_use",
     ]
-    assert final["content"][2]["citations"] == [GOOD[10].json["delta"]["citation"]]
+    assert final["content"][2]["citations"] == [CITATION]
     assert final["content"][3]["input"] == {"query": "weather"}
     assert final["content"][5]["input"] == {"command": "ls"}
