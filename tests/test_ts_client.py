@@ -37,9 +37,11 @@ from .support.tool_calls import TOOLS
 CLIENT = Path(__file__).parent / "ts"
 
 
-def ts_stream(url: str) -> dict[str, Any]:
-    """What the TypeScript SDK's MessageStream made of the gateway's answer: the blocks it
-    announced complete, and the final message or the error it raised."""
+def ts_stream(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, events: list[StreamEvent]
+) -> dict[str, Any]:
+    """What the TypeScript SDK's MessageStream made of `events` sent through a gateway that
+    blocks `rm -rf`: the blocks it announced complete, and the final message or its error."""
     node = shutil.which("node")
     if node is None:
         raise AssertionError(
@@ -53,6 +55,8 @@ def ts_stream(url: str) -> dict[str, Any]:
         "tools": TOOLS,
         "messages": [{"role": "user", "content": "run it"}],
     }
+    url = make_gateway(policy_config=GATE_RM)
+    upstream.script(sse_reply(wire(*events)))
     run = subprocess.run(
         [node, str(CLIENT / "stream_client.mjs"), url, json.dumps(body)],
         capture_output=True,
@@ -77,18 +81,14 @@ def tool_inputs(result: dict[str, Any]) -> list[str]:
 def test_the_hostile_framings_never_bring_the_typescript_sdk_a_blocked_input(
     make_gateway: GatewayFactory, upstream: FakeUpstream, events: list[StreamEvent]
 ) -> None:
-    url = make_gateway(policy_config=GATE_RM)
-    upstream.script(sse_reply(wire(*events)))
-    result = ts_stream(url)
+    result = ts_stream(make_gateway, upstream, events)
     assert all("rm -rf" not in text for text in tool_inputs(result)), result
 
 
 def test_a_delta_after_its_blocks_stop_is_an_error_for_the_typescript_sdk(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
-    url = make_gateway(policy_config=GATE_RM)
-    upstream.script(sse_reply(wire(*DELTA_AFTER_STOP)))
-    result = ts_stream(url)
+    result = ts_stream(make_gateway, upstream, DELTA_AFTER_STOP)
     assert "final" not in result
     assert result["error"]["type"] == "api_error"
     assert tool_inputs(result) == ["{}"]
@@ -97,9 +97,7 @@ def test_a_delta_after_its_blocks_stop_is_an_error_for_the_typescript_sdk(
 def test_a_call_whose_input_came_with_its_start_reaches_the_typescript_sdk_blocked(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
-    url = make_gateway(policy_config=GATE_RM)
-    upstream.script(sse_reply(wire(*INPUT_AT_START)))
-    final = ts_stream(url)["final"]
+    final = ts_stream(make_gateway, upstream, INPUT_AT_START)["final"]
     assert final["stop_reason"] == "end_turn"
     assert [block["type"] for block in final["content"]] == ["text"]
     assert "blocked a call to tool 'bash'" in final["content"][0]["text"]
@@ -108,9 +106,7 @@ def test_a_call_whose_input_came_with_its_start_reaches_the_typescript_sdk_block
 def test_every_kind_of_block_reaches_the_typescript_sdk_through_the_gate(
     make_gateway: GatewayFactory, upstream: FakeUpstream
 ) -> None:
-    url = make_gateway(policy_config=GATE_RM)
-    upstream.script(sse_reply(wire(*GOOD)))
-    final = ts_stream(url)["final"]
+    final = ts_stream(make_gateway, upstream, GOOD)["final"]
     assert [block["type"] for block in final["content"]] == [
         "thinking",
         "redacted_thinking",
