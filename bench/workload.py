@@ -19,6 +19,11 @@ CAP_CHAIN = json.dumps({"policies": [CAP]})
 CAP_SHADOW_CHAIN = json.dumps(
     {"policies": [CAP, {"policy": "cap_max_tokens", "options": {"max": 128}, "mode": "shadow"}]}
 )
+# Empties every block of `emptied_blocks_body` (issue 31): the structural repair's worst case.
+EMPTIED = "EMPTIED_BY_POLICY"
+EMPTYING_CHAIN = json.dumps(
+    {"policies": [{"policy": "string_replace", "options": {"replacements": [[EMPTIED, ""]]}}]}
+)
 BLOCK_CHAIN = json.dumps(
     {"policies": [{"policy": "block_tool_calls", "options": {"rules": [{"tool": "^bash$"}]}}]}
 )
@@ -60,3 +65,17 @@ def text_blocks_request(messages: int, blocks: int, block_bytes: int) -> dict[st
             for m in range(messages)
         ],
     }
+
+
+def emptied_blocks_body(size: int) -> bytes:
+    """A Messages request of about `size` bytes: one turn of text blocks `EMPTYING_CHAIN` empties
+    (after a first it keeps), so every block but one is repaired away before sending."""
+    block = {"type": "text", "text": EMPTIED}
+    count = size // (len(json.dumps(block)) + len(", "))
+    content = [{"type": "text", "text": "keep"}, *[block] * count]
+    request = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": content}],
+    }
+    return json.dumps(request).encode()

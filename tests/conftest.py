@@ -30,7 +30,7 @@ from .support.fake_bedrock import FakeBedrock
 from .support.fake_upstream import FakeUpstream
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.servers import ThreadedServer, free_port, serving
-from .support.traces import XRayEndpoint
+from .support.traces import OTLPReceiver, XRayEndpoint
 
 AWS_TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -71,6 +71,7 @@ SERVING_FIXTURES = frozenset(
         "bedrock",
         "bedrock_env",
         "xray",
+        "otlp",
     }
 )
 
@@ -190,6 +191,15 @@ def xray() -> Iterator[XRayEndpoint]:
     endpoint = XRayEndpoint()
     yield endpoint
     endpoint.close()
+
+
+@pytest.fixture
+def otlp() -> Iterator[tuple[OTLPReceiver, str]]:
+    """An OTLP/HTTP collector on loopback, and its URL (OTEL_EXPORTER_OTLP_ENDPOINT)."""
+    receiver = OTLPReceiver()
+    server = ThreadedServer(receiver).start()
+    yield receiver, server.url
+    server.stop()
 
 
 @pytest.fixture

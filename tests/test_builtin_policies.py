@@ -85,6 +85,7 @@ def test_every_builtin_loads_and_declares_bypassability() -> None:
         "cap_max_tokens": {"max": 10},
         "strip_tools": {"names": ["bash"]},
         "block_tool_calls": {"rules": [{"tool": "bash"}]},
+        "flow_guard": {"sinks": [{"tool": "bash"}]},
     }
     chain = load_chain(
         {"policies": [{"policy": n, "options": options.get(n, {})} for n in BUILTIN_POLICIES]}

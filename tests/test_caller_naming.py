@@ -15,12 +15,13 @@ from collections.abc import Callable
 import httpx2
 import pytest
 from policy_gateway.auth.authenticator import key_caller
+from policy_gateway.fallback.budget import REASON_BUDGET
 from policy_gateway.headers import RELIED_ON
-from policy_gateway.lambda_context import InvocationContext
+from policy_gateway.names import METRIC_FALLBACK_DENIED as METRIC
 
 from .support.fake_upstream import MODEL, FakeUpstream
 from .support.gateway import GatewayFactory, GatewayStdout
-from .support.sdk import REJECTED, REPLACE, USER, reject_the_rewrite
+from .support.sdk import REJECTED, REPLACE, USER, both, reject_the_rewrite, tagged_rewrite
 from .support.servers import json_lines
 
 KEY = "sk-ant-the-real-key-0123456789"
@@ -37,11 +38,16 @@ def rejecting(upstream: FakeUpstream, set_flag: Callable[[str], None]) -> FakeUp
     return upstream
 
 
-def post(url: str, headers: list[tuple[str, str]]) -> httpx2.Response:
+def post(url: str, headers: list[tuple[str, str]], *, stream: bool = False) -> httpx2.Response:
     return httpx2.post(
         f"{url}/v1/messages",
         headers=[("anthropic-version", "2023-06-01"), *headers],
-        json={"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": USER}]},
+        json={
+            "model": MODEL,
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": USER}],
+            "stream": stream,
+        },
         timeout=30,
     )
 
@@ -166,23 +172,63 @@ def test_a_new_role_session_per_call_gets_no_fresh_budget(
     assert {line["caller"] for line in denied} == {ROLE_ARN}
 
 
-@pytest.mark.parametrize(
-    ("principal", "caller"),
-    [
-        (f"arn:aws:sts::{ACCOUNT}:assumed-role/agents/run-1", ROLE_ARN),
-        (
-            f"arn:aws-us-gov:sts::{ACCOUNT}:assumed-role/a.b@c/s=1,2",
-            f"arn:aws-us-gov:iam::{ACCOUNT}:role/a.b@c",
-        ),
-        (f"arn:aws:iam::{ACCOUNT}:user/alice", f"arn:aws:iam::{ACCOUNT}:user/alice"),
-        (f"arn:aws:iam::{ACCOUNT}:root", f"arn:aws:iam::{ACCOUNT}:root"),
-        (None, None),
-    ],
-)
-def test_an_assumed_role_session_is_budgeted_as_its_role(
-    principal: str | None, caller: str | None
+FEDERATED = f"arn:aws:sts::{ACCOUNT}:federated-user"
+"""Every federated user of ACCOUNT, as one caller."""
+
+
+@both
+def test_federated_users_share_their_accounts_budget_and_chain(
+    make_gateway: GatewayFactory,
+    rejecting: FakeUpstream,
+    gateway_stdout: GatewayStdout,
+    streaming: bool,
 ) -> None:
-    assert InvocationContext(iam_principal=principal).iam_caller == caller
+    """Issue 31, item 4: GetFederationToken takes any name its caller likes; four names
+    once got four fallbacks with a budget of one, and a name could pick its chain."""
+    upstream = rejecting
+    document = {
+        **tagged_rewrite("default"),
+        "callers": {
+            FEDERATED: tagged_rewrite("account"),
+            f"{FEDERATED}/admin": tagged_rewrite("admin"),
+        },
+    }
+    url = make_gateway(
+        policy_config=json.dumps(document), fallback_budget=1, trust_lambda_context=True
+    )
+    users = [f"{FEDERATED}/{name}" for name in ("alice", "admin", "run-3", "bob@example.com")]
+    outcomes = []
+    for user in users:
+        before = len(upstream.requests)
+        context = ("x-amzn-request-context", iam_context(user))
+        response = post(url, [("x-api-key", KEY), context], stream=streaming)
+        sent = upstream.requests[before].json["metadata"]["user_id"]
+        outcomes.append((response.status_code, fell_back(upstream, before), sent))
+    chain = f"account|{FEDERATED}|"
+    assert outcomes == [(200, True, chain)] + [(400, False, chain)] * 3
+    lines = json_lines(gateway_stdout.until(lambda text: text.count('"call finished"') == 4))
+    finished = [line for line in lines if line.get("message") == "call finished"]
+    assert [(line["caller"], line["chain"]) for line in finished] == [(FEDERATED, FEDERATED)] * 4
+    assert [line["principal"] for line in finished] == users
+    assert [line["fallback"] for line in finished] == ["succeeded"] + ["denied"] * 3
+    denied = [line for line in lines if line.get("reason") == REASON_BUDGET]
+    assert [line["caller"] for line in denied] == [FEDERATED] * 3
+    assert sum(len(line[METRIC]) for line in lines if METRIC in line) == 3
+
+
+def test_a_principal_of_no_known_form_is_refused_before_any_upstream_call(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, gateway_stdout: GatewayStdout
+) -> None:
+    url = make_gateway(trust_lambda_context=True)
+    odd = f"arn:aws:sts::{ACCOUNT}:assumed-role/service-role/agents/run-1"
+    response = post(url, [("x-api-key", KEY), ("x-amzn-request-context", iam_context(odd))])
+    assert response.status_code == 403
+    assert response.json()["error"]["type"] == "permission_error"
+    assert upstream.requests == []
+    lines = json_lines(gateway_stdout.until(lambda text: '"call finished"' in text))
+    (finished,) = [line for line in lines if line.get("message") == "call finished"]
+    assert finished["principal"] == odd
+    assert "caller" not in finished
 
 
 def test_a_connection_header_naming_a_relied_on_header_is_refused_with_gateway_keys_too(

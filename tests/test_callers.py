@@ -25,7 +25,7 @@ from .conftest import KEYS_SECRET, UPSTREAM_KEY, UPSTREAM_SECRET, PutSecret
 from .support.client import HEADERS, request_body
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
 from .support.gateway import GatewayFactory, GatewayStdout
-from .support.sdk import ask, client
+from .support.sdk import USER, ask, both, client, reject_the_rewrite, tagged_rewrite
 
 TAG = "tests.support.policies:Tag"
 KEYS = {
@@ -228,3 +228,82 @@ def test_the_fallback_judges_the_callers_own_chain(
     upstream.script(Reply.error(404, "not_found_error"))
     ask(client(url, api_key=plain), False)
     assert [r.json["model"] for r in upstream.requests[1:]] == ["claude-retired", MODEL]
+
+
+ROLE = "arn:aws:iam::123456789012:role/agents"
+
+
+def session_of(role: str) -> str:
+    """The ARN Lambda names a caller signed with a session of `role` by."""
+    return role.replace(":iam::", ":sts::").replace(":role/", ":assumed-role/") + "/run-1"
+
+
+def signed_by(role: str) -> tuple[str, str]:
+    """The request context Lambda's adapter sends for a caller signed as a session of `role`."""
+    iam = {"userArn": session_of(role), "userId": "AROAEXAMPLE:run-1"}
+    return ("x-amzn-request-context", json.dumps({"requestId": "r", "authorizer": {"iam": iam}}))
+
+
+@both
+def test_behind_an_iam_url_a_gateway_key_names_the_caller_for_chain_and_budget(
+    make_gateway: GatewayFactory,
+    put_secret: PutSecret,
+    upstream: FakeUpstream,
+    set_flag: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+    streaming: bool,
+) -> None:
+    """Issue 31, item 7: with AuthType AWS_IAM and gateway keys, the signed role once became
+    the caller, so the key's group chain never applied and every key behind one role shared
+    one budget. The key names the caller; the signed principal is logged beside it."""
+    set_flag("true")
+    upstream.rules = reject_the_rewrite
+    put_secret(KEYS_SECRET, json.dumps(KEYS))
+    put_secret(UPSTREAM_SECRET, json.dumps({"api_key": UPSTREAM_KEY}))
+    document = {
+        **tagged_rewrite("default"),
+        "callers": {ROLE: tagged_rewrite("role"), "group:contractors": tagged_rewrite("group")},
+    }
+    url = make_gateway(
+        auth_mode=settings.AUTH_GATEWAY_KEY,
+        gateway_keys_secret=KEYS_SECRET,
+        upstream_api_key_secret=UPSTREAM_SECRET,
+        policy_config=json.dumps(document),
+        fallback_budget=1,
+        trust_lambda_context=True,
+    )
+    other_role = "arn:aws:iam::123456789012:role/batch"
+    calls = [
+        ("gk-alice-0123456789abcdef", ROLE),
+        ("gk-bob-0123456789abcdef", ROLE),
+        ("gk-alice-0123456789abcdef", other_role),
+    ]
+    outcomes = []
+    for key, role in calls:
+        before = len(upstream.requests)
+        response = httpx2.post(
+            f"{url}/v1/messages",
+            json=request_body(USER, stream=streaming),
+            headers=[*{**HEADERS, "x-api-key": key}.items(), signed_by(role)],
+        )
+        sent = upstream.requests[before]
+        assert sent.headers["x-api-key"] == UPSTREAM_KEY
+        stamped = sent.json["metadata"]["user_id"]
+        outcomes.append((response.status_code, len(upstream.requests) - before, stamped))
+    # Each key its own chain and its own budget of one, whichever role signed.
+    assert outcomes == [
+        (200, 2, "group|alice|contractors"),
+        (200, 2, "default|bob|"),
+        (400, 1, "group|alice|contractors"),
+    ]
+    finished = [
+        line
+        for line in json_lines_until(gateway_stdout, 3)
+        if line.get("message") == "call finished"
+    ]
+    assert [(line["caller"], line["chain"], line["fallback"]) for line in finished] == [
+        ("alice", "group:contractors", "succeeded"),
+        ("bob", "default", "succeeded"),
+        ("alice", "group:contractors", "denied"),
+    ]
+    assert [line["principal"] for line in finished] == [session_of(role) for _, role in calls]

@@ -420,10 +420,15 @@ def test_an_emptied_text_block_is_repaired_before_sending(
     (emf,) = emf_values(json_lines(output), "PolicyRepairs")
     assert (emf["service"], emf["policy"]) == ("policy-gateway", "string_replace")
     assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "policy"]]
-    (logged,) = [line for line in json_lines(output) if line.get("repair_rule")]
-    assert logged["repair_policy"] == "string_replace"
-    assert logged["repair_rule"] == "empty_text_block"
-    assert logged["repair_paths"] == ["$.messages[0].content[1]"]
+    (logged,) = [line for line in json_lines(output) if line.get("repairs")]
+    assert logged["repairs"] == [
+        {
+            "policy": "string_replace",
+            "rule": "empty_text_block",
+            "count": 1,
+            "paths": ["$.messages[0].content[1]"],
+        }
+    ]
     assert not emf_values(json_lines(output), "PassthroughFallback")
     # The repair is one of the call's policy actions, after the change it repaired.
     (line,) = gateway_stdout.call_lines(1)
@@ -432,8 +437,46 @@ def test_an_emptied_text_block_is_repaired_before_sending(
         "policy": "string_replace",
         "action": "repair",
         "rule": "empty_text_block",
+        "count": 1,
         "paths": ["$.messages[0].content[1]"],
     }
+
+
+MANY = 20_000
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_many_emptied_blocks_are_one_summed_repair(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    gateway_stdout: GatewayStdout,
+    stream: bool,
+) -> None:
+    """Issue 31: 20,000 blocks a policy empties are one WARNING and one policy action (the
+    count, the rule, the first paths), not 20,000; the quadratic repair also took seconds of
+    CPU here (its cost is figure (11) of the bench)."""
+    upstream.rules = no_empty_text
+    url = make_gateway(policy_config=EMPTYING)
+    assert ask_blocks(url, ["hello", *[EMPTIED] * MANY], stream).replace(" ", "") == "echo:hello"
+    (sent,) = upstream.requests
+    assert sent.json["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hello"}]}
+    ]
+    summary = {
+        "policy": "string_replace",
+        "rule": "empty_text_block",
+        "count": MANY,
+        "paths": [f"$.messages[0].content[{index}]" for index in range(1, 6)],
+    }
+    (line,) = gateway_stdout.call_lines(1)
+    repairs = [a for a in line["policy_actions"] if a["action"] == "repair"]
+    assert repairs == [{**summary, "action": "repair"}]
+    lines = json_lines(gateway_stdout.text)
+    assert [
+        logged["repairs"] for logged in lines if "policy repair:" in logged.get("message", "")
+    ] == [[summary]]
+    (emf,) = emf_values(lines, "PolicyRepairs")
+    assert emf["PolicyRepairs"] == [MANY]
 
 
 def test_a_message_left_empty_gets_a_block_naming_the_policy(
@@ -519,12 +562,10 @@ def test_rewrite_model_moves_to_its_next_target_on_a_404(
     assert ask_text(sdk(url), stream=stream).startswith("echo:")
     assert [r.json["model"] for r in upstream.requests] == [RETIRED, "claude-live-2"]
     output = gateway_stdout.until(lambda text: "PolicyRepairs" in text)
-    (logged,) = [line for line in json_lines(output) if line.get("repair_rule")]
-    assert (logged["repair_policy"], logged["repair_rule"]) == (
-        "rewrite_model",
-        "on_upstream_error",
-    )
-    assert logged["repair_paths"] == ["$.model"]
+    (logged,) = [line for line in json_lines(output) if line.get("repairs")]
+    assert logged["repairs"] == [
+        {"policy": "rewrite_model", "rule": "on_upstream_error", "count": 1, "paths": ["$.model"]}
+    ]
     (emf,) = emf_values(json_lines(output), "PolicyRepairs")
     assert emf["policy"] == "rewrite_model"
     assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "policy"]]
@@ -541,6 +582,7 @@ def test_rewrite_model_moves_to_its_next_target_on_a_404(
             "policy": "rewrite_model",
             "action": "repair",
             "rule": "on_upstream_error",
+            "count": 1,
             "paths": ["$.model"],
         },
     ]

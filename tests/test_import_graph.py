@@ -63,12 +63,17 @@ SHARED: dict[str, frozenset[str]] = {
             "exceptions",
             "numbers",
             "options",
+            "recorder",
             "text",
             "tool_gate",
             "tool_options",
+            "tool_rules",
+            "turns",
             "upstream_tools",
         }
     ),
+    # What every rule module is built from.
+    "gateway_policies.detect": frozenset({"rule", "shapes", "validators"}),
 }
 
 # The one import up the tree: `policy-gateway serve` runs the app, and the CLI,

@@ -12,7 +12,7 @@ keys are refused when their secret loads.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -29,7 +29,7 @@ from policy_gateway.auth.path_secrets import redact_path
 from .conftest import KEYS_SECRET
 from .support.fake_upstream import FakeUpstream, Reply
 from .support.gateway import GatewayFactory, GatewayStdout
-from .support.servers import ROOT, ThreadedServer, gateway_process
+from .support.servers import ROOT, gateway_process
 from .support.traces import SPAN_KIND_SERVER, OTLPReceiver
 
 CLIENT_KEY = "sk-ant-client-key-0123456789abcdef"
@@ -72,14 +72,6 @@ def test_a_gateway_key_in_the_path_is_refused_before_any_upstream_attempt(
         response = httpx2.get(url + path, headers={"authorization": f"Bearer {GATEWAY_KEY}"})
         assert response.status_code == 400, path
     assert upstream.requests == []
-
-
-@pytest.fixture
-def otlp() -> Iterator[tuple[OTLPReceiver, str]]:
-    receiver = OTLPReceiver()
-    server = ThreadedServer(receiver).start()
-    yield receiver, server.url
-    server.stop()
 
 
 def test_the_call_span_never_carries_a_key_from_the_path(

@@ -15,6 +15,7 @@ from gateway_policies import (
     PolicyContext,
     UpstreamErrorInfo,
     load_chain,
+    turns,
 )
 from gateway_policies.base import HOOKS
 from policy_gateway.fallback.ladder import policy_repair
@@ -113,6 +114,7 @@ def test_the_emptying_policy_is_named_among_several() -> None:
             "policy": "empty",
             "action": "repair",
             "rule": "empty_text_block",
+            "count": 1,
             "paths": ["$.messages[0].content[1]"],
         }
     ]
@@ -282,3 +284,29 @@ def test_a_repair_hook_that_fails_repairs_nothing() -> None:
     assert asyncio.run(policy_repair(error, prepared)) is None
     assert prepared.modified == {**request, "model": "claude-retired-1"}
     assert json.loads(prepared.sent)["model"] == "claude-retired-1"
+
+
+def test_a_long_repair_lets_another_call_on_its_loop_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: request hooks share one worker loop in `serve`; a repair of thousands of
+    blocks hands it back between turns (a turn of no time here, so no clock is read for it)."""
+    monkeypatch.setattr(turns, "TURN_SECONDS", 0.0)
+    chain = PolicyChain([Empty(), Shout()])
+    original = {"model": MODEL, "max_tokens": 64, "messages": user("keep", *["drop me"] * 5000)}
+    finished: list[str] = []
+
+    async def large() -> None:
+        request, ctx = copy.deepcopy(original), context()
+        await chain.apply_request(request, ctx)
+        (repair,) = await before_sending(json.dumps(original).encode(), request, chain, ctx)
+        assert (repair.policy, repair.count, len(ctx.actions)) == ("empty", 5000, 1)
+        finished.append("large")
+
+    async def small() -> None:
+        await asyncio.sleep(0)
+        finished.append("small")
+
+    async def both() -> None:
+        await asyncio.gather(large(), small())
+
+    asyncio.run(both())
+    assert finished == ["small", "large"]

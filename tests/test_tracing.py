@@ -17,7 +17,7 @@ import sys
 import time
 import tomllib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,6 @@ from .support.fake_upstream import MODEL, FakeUpstream, Reply, message, text_eve
 from .support.sdk import REPLACE, ask_text, sdk
 from .support.servers import (
     ROOT,
-    ThreadedServer,
     free_port,
     gateway_process,
     json_lines,
@@ -66,14 +65,6 @@ def lambda_env(upstream_url: str, endpoint: XRayEndpoint, tmp_path: Path) -> dic
         settings.ENV_OTLP_ENDPOINT: "",
         "PYTHONPATH": str(ROOT),
     }
-
-
-@pytest.fixture
-def otlp() -> Iterator[tuple[OTLPReceiver, str]]:
-    receiver = OTLPReceiver()
-    server = ThreadedServer(receiver).start()
-    yield receiver, server.url
-    server.stop()
 
 
 def traced_post(url: str, trace_header: str, *, stream: bool = False) -> httpx2.Response:

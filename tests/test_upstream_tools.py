@@ -20,7 +20,6 @@ from gateway_policies.builtin.block_tool_calls import BlockToolCalls
 from gateway_policies.builtin.strip_tools import StripTools
 from gateway_policies.builtin.tool_call_judge import ToolCallJudge
 from gateway_policies.testing import (
-    as_pairs,
     assemble,
     mcp_tool_use_block,
     run_request,
@@ -39,6 +38,7 @@ from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.sdk import both, sdk
 from .support.servers import ThreadedServer
+from .support.tool_calls import answer, ask_beta
 
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search"}
 WEB_FETCH = {"type": "web_fetch_20250910", "name": "web_fetch"}
@@ -48,29 +48,6 @@ READ = {"name": "read", "description": "read a file", "input_schema": {"type": "
 MCP_BETA = "mcp-client-2025-04-04"
 GITHUB = {"type": "url", "url": "https://mcp.example.com/github", "name": "github"}
 EXECUTED_UPSTREAM = "tool call executed upstream"
-
-
-def ask_beta(client: anthropic.Anthropic, streaming: bool, **params: Any) -> BetaMessage:
-    """The beta Messages API, which knows every server tool and MCP block type."""
-    params = {
-        "model": MODEL,
-        "max_tokens": 256,
-        "messages": [{"role": "user", "content": "hello"}],
-        **params,
-    }
-    if streaming:
-        with client.beta.messages.stream(**params) as events:
-            return events.get_final_message()
-    reply: BetaMessage = client.beta.messages.create(**params)
-    return reply
-
-
-def answer(streaming: bool, *blocks: list[Any]) -> Reply:
-    """An upstream answer made of these blocks (builders from gateway_policies.testing)."""
-    events = stream(*blocks)
-    if streaming:
-        return Reply(events=as_pairs(events))
-    return Reply(body=message("", content=assemble(events)["content"]))
 
 
 def search_answer(streaming: bool, query: str) -> Reply:

@@ -27,6 +27,18 @@ REPLACE = json.dumps(
 REJECTED = "codename not allowed"
 
 
+def tagged_rewrite(tag: str) -> dict[str, Any]:
+    """A chain that rewrites as REPLACE does (so `reject_the_rewrite` refuses it and the
+    call falls back) and stamps which chain ran, and the caller and groups it saw, into
+    `metadata.user_id` (`tests.support.policies:Tag`)."""
+    return {
+        "policies": [
+            *json.loads(REPLACE)["policies"],
+            {"policy": "tests.support.policies:Tag", "options": {"tag": tag}},
+        ]
+    }
+
+
 def reject_the_rewrite(body: dict[str, Any]) -> Reply | None:
     """An upstream rule: refuse exactly what the REPLACE chain produces; the original is fine."""
     if "[codename]" in json.dumps(body):
@@ -46,13 +58,18 @@ def client(
     return anthropic.Anthropic(base_url=url, max_retries=0, api_key=api_key, auth_token=auth_token)
 
 
-def ask(client: anthropic.Anthropic, streaming: bool, **params: Any) -> Message:
-    params = {
+def with_defaults(**params: Any) -> dict[str, Any]:
+    """A Messages call's parameters: these, else a small call saying hello."""
+    return {
         "model": MODEL,
         "max_tokens": 256,
         "messages": [{"role": "user", "content": "hello"}],
         **params,
     }
+
+
+def ask(client: anthropic.Anthropic, streaming: bool, **params: Any) -> Message:
+    params = with_defaults(**params)
     if streaming:
         with client.messages.stream(**params) as events:
             return events.get_final_message()

@@ -3,7 +3,7 @@
 Only the routes listed here exist (`surface.py` lists the API's, and what
 each one gets). Anything else gets an Anthropic-shaped error, so no path can
 reach the upstream without passing the policy chain or being passed through
-on purpose.
+on purpose; and no request a web page made reaches any route (auth/web_pages.py).
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from . import settings, surface
+from .auth.web_pages import RefuseWebPages
 from .errors import error_body
 from .lifecycle import LifecycleHook
 from .observability import tracing
@@ -243,6 +245,7 @@ def create_app(config: Settings | None = None, clock: Callable[[], float] = time
                 for route in surface.ROUTES
             ),
         ],
+        middleware=[Middleware(RefuseWebPages)],
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )

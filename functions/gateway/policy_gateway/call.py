@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway_policies import PolicyAction, PolicyContext
+from gateway_policies import PolicyAction, PolicyContext, recorder
 from starlette.types import Scope, Send
 
 from .auth.authenticator import Credentials
@@ -53,7 +53,9 @@ class Usage:
     by_model: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, model: str, counts: Mapping[str, int]) -> None:
-        totals = self.by_model.setdefault(model, dict.fromkeys(TOKEN_FIELDS, 0))
+        # The model is the upstream's word (a client's, echoed): kept bounded for the
+        # call line and the metrics' model dimension alike.
+        totals = self.by_model.setdefault(recorder.text(model), dict.fromkeys(TOKEN_FIELDS, 0))
         for name in TOKEN_FIELDS:
             totals[name] += counts.get(name, 0)
 

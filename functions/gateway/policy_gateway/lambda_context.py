@@ -6,16 +6,14 @@ Function URL's requestContext. Locally neither exists and every field is None.
 
 With the Function URL's `AuthType: AWS_IAM`, the requestContext names the
 signed caller (`authorizer.iam.userArn`); Lambda verified the signature, and
-the adapter writes this header itself, so it is the caller's identity.
-An assumed-role session names a session its holder chose, so the caller (and
-its fallback budget) is the role; the session ARN stays on the log lines as
-`principal`.
+the adapter writes this header itself, so it is the caller's identity
+(`auth.caller` folds it to what its holder does not choose). Only `userArn` is
+read: `userId` is `<account>:<name>` for a federated user, a name its holder picks.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,23 +26,6 @@ class InvocationContext:
     url_domain: str | None = None
     """The Function URL's own host name, as Lambda saw the request arrive."""
     iam_principal: str | None = None
-
-    @property
-    def iam_caller(self) -> str | None:
-        """The principal as budgeted: an assumed-role session as its role's ARN."""
-        if self.iam_principal is None:
-            return None
-        session = _ASSUMED_ROLE.fullmatch(self.iam_principal)
-        if session is None:
-            return self.iam_principal
-        partition, account, role = session.group("partition", "account", "role")
-        # The role's path is not in a session's ARN; its name is unique in the account.
-        return f"arn:{partition}:iam::{account}:role/{role}"
-
-
-_ASSUMED_ROLE = re.compile(
-    r"arn:(?P<partition>[a-z-]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/[^/]+"
-)
 
 
 def _json_header(value: str | None) -> dict[str, Any]:

@@ -8,7 +8,10 @@ and fixed: an operator's query or alarm names these words, and a typo in a
 custom policy must fail its tests, not invent a metric nobody watches.
 
 Details are for the audit, so they never hold request or response content:
-kinds, counts, names, JSON paths; never a secret's text.
+kinds, counts, names, JSON paths; never a secret's text. Whatever a policy
+passes, an action keeps its details bounded (`recorder.details`): a name the
+client or the model chose keeps its first 64 characters, so a long one can
+neither swell the call's log line nor carry content into it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from . import recorder
 
 BLOCK = "block"
 REDACT = "redact"
@@ -49,6 +54,7 @@ class PolicyAction:
         clash = {"policy", "action", "shadow"} & set(self.details)
         if clash:
             raise ValueError(f"{self.policy}: a detail may not be named {sorted(clash)}")
+        object.__setattr__(self, "details", recorder.details(self.details))
 
     def as_json(self) -> dict[str, Any]:
         """The log line's entry: `{"policy", "action", **details}`, plus `"shadow": true`."""

@@ -194,7 +194,8 @@ class PolicyContext:
         """Record that `policy` took `action` on this call (one of `actions.ACTIONS`).
 
         `details` say what, for an auditor: kinds, counts, names, JSON paths; never
-        content and never a secret (`redact_secrets` records `kind` and `count`).
+        content and never a secret (`redact_secrets` records `kind` and `count`). A name
+        the client or the model chose is kept bounded (gateway_policies.recorder).
         """
         self.actions.append(PolicyAction(policy.label, action, details, self.shadow))
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
+from .turns import in_turns
 
 _SKIPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
@@ -117,17 +118,19 @@ def rewrite_text(slots: Iterator[tuple[Any, Any]], rewrite: Callable[[str], str]
             container[key] = new
 
 
-def _rewrite_counting(
+async def _rewrite_counting(
     slots: Iterator[tuple[Any, Any]],
     rewrite: Callable[[str], tuple[str, Mapping[str, int]]],
     tally: Counter[str],
 ) -> None:
-    for container, key in list(slots):
-        old = container[key]
-        new, counts = rewrite(old)
-        tally.update(counts)
-        if new != old:
-            container[key] = new
+    async for batch in in_turns(slots):
+        for container, key in batch:
+            old = container[key]
+            new, counts = rewrite(old)
+            for kind, count in counts.items():
+                tally[kind] += count
+            if new != old:
+                container[key] = new
 
 
 class _StreamTally:
@@ -188,12 +191,12 @@ class TextRewriter(Policy[OptionsT]):
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         tally: Counter[str] = Counter()
-        _rewrite_counting(text_slots(request), self.rewrite_counted, tally)
+        await _rewrite_counting(text_slots(request), self.rewrite_counted, tally)
         self._record(ctx, "request", tally)
 
     async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
         tally: Counter[str] = Counter()
-        _rewrite_counting(response_text_slots(response), self.rewrite_counted, tally)
+        await _rewrite_counting(response_text_slots(response), self.rewrite_counted, tally)
         self._record(ctx, "response", tally)
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +66,8 @@ def assembled_inputs(block: JSONObject, partials: list[str]) -> list[Any]:
         return [start]
     raw = "".join(partials)
     streamed = json.loads(raw) if raw else {}
-    if raw and block.get("type") in TRACKED_BY_EVERY_SDK:
+    replaced = bool(raw) and block.get("type") in TRACKED_BY_EVERY_SDK
+    if replaced or canonical_input(streamed) == canonical_input(start):
         return [streamed]
     return [start, streamed]
 
@@ -82,6 +83,25 @@ def blocked_text(policy: str, tool: str, reason: str, *, upstream: bool = False)
 
 def withheld_text(policy: str, tool: str) -> str:
     return f"[Policy Gateway: {policy} withheld the result of the blocked call to tool {tool!r}]"
+
+
+@dataclass(frozen=True)
+class Block:
+    """A verdict that blocks, and what the audit trail records about it besides the tool.
+
+    `details` follow `PolicyContext.record`'s rule: kinds, names and ids, never content.
+    """
+
+    reason: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+Verdict = str | Block | None
+"""What `blocked` returns: None to let the call through, else why (a reason, or a Block)."""
+
+
+def _as_block(verdict: Verdict) -> Block | None:
+    return Block(verdict) if isinstance(verdict, str) else verdict
 
 
 def _is_upstream(block: JSONObject) -> bool:
@@ -113,7 +133,8 @@ class GateState:
 class ToolCallGate(Policy[OptionsT]):
     """Base of policies that block individual tool calls in model responses.
 
-    Subclasses implement `blocked`, returning the reason for a block or None.
+    Subclasses implement `blocked`, returning the reason for a block (a string, or a
+    `Block` with details for the audit trail) or None.
     A server tool in a request is refused unless `refuses_server_tool` says
     otherwise, and an MCP server unless `allowed_mcp_servers` lists it: by
     default every one, since no call of theirs can be judged before it runs.
@@ -121,8 +142,20 @@ class ToolCallGate(Policy[OptionsT]):
     subclass records nothing itself.
     """
 
-    async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> str | None:
+    async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> Verdict:
         raise NotImplementedError
+
+    async def verdicts(
+        self, content: list[Any], calls: Sequence[tuple[int, JSONObject]], ctx: PolicyContext
+    ) -> Sequence[Verdict]:
+        """The verdict on each call of a whole answer (`calls`: index in `content`, block).
+
+        By default each call is judged alone, all at once; a policy whose verdict
+        depends on the blocks before a call (flow_guard) judges them in order.
+        """
+        return await asyncio.gather(
+            *(self.blocked(str(b.get("name")), b.get("input", {}), ctx) for _, b in calls)
+        )
 
     def refuses_server_tool(self, tool: ServerTool) -> str | None:
         """Why a request may not offer this server tool, or None to let it run (its calls
@@ -142,16 +175,16 @@ class ToolCallGate(Policy[OptionsT]):
 
     async def _verdict(
         self, tool: str, block: JSONObject, partials: list[str], ctx: PolicyContext
-    ) -> str | None:
-        """Why a streamed call is blocked: the first reason for any input a client may assemble."""
+    ) -> Block | None:
+        """Why a streamed call is blocked: the first block for any input a client may assemble."""
         try:
             inputs = assembled_inputs(block, partials)
         except ValueError:
-            return _UNREADABLE
+            return Block(_UNREADABLE)
         for tool_input in inputs:
-            reason = await self.blocked(tool, tool_input, ctx)
-            if reason is not None:
-                return reason
+            found = _as_block(await self.blocked(tool, tool_input, ctx))
+            if found is not None:
+                return found
         return None
 
     async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
@@ -165,17 +198,16 @@ class ToolCallGate(Policy[OptionsT]):
         ]
         if not calls:
             return
-        reasons = await asyncio.gather(
-            *(self.blocked(str(b.get("name")), b.get("input", {}), ctx) for _, b in calls)
-        )
+        verdicts = await self.verdicts(content, calls, ctx)
         withheld: dict[str, str] = {}
-        for (index, block), reason in zip(calls, reasons, strict=True):
+        for (index, block), verdict in zip(calls, verdicts, strict=True):
             tool, upstream = str(block.get("name")), _is_upstream(block)
+            found = _as_block(verdict)
             if upstream:
-                self._log_upstream_call(block, reason, ctx)
-            if reason is not None:
-                self._record_block(ctx, tool, upstream)
-                text = blocked_text(self.label, tool, reason, upstream=upstream)
+                self._log_upstream_call(block, found, ctx)
+            if found is not None:
+                self._record_block(ctx, tool, upstream, found.details)
+                text = blocked_text(self.label, tool, found.reason, upstream=upstream)
                 content[index] = {"type": "text", "text": text}
                 if upstream:
                     withheld[str(block.get("id"))] = tool
@@ -248,7 +280,7 @@ class ToolCallGate(Policy[OptionsT]):
         state.held = None
         start = held[0].payload or {}
         block = start.get("content_block") or {}
-        return self._replace_blocked(block, start.get("index"), None, reason, state, ctx)
+        return self._replace_blocked(block, start.get("index"), None, Block(reason), state, ctx)
 
     async def _release(
         self, held: list[StreamEvent], stop: StreamEvent, partials: list[str], ctx: PolicyContext
@@ -256,23 +288,23 @@ class ToolCallGate(Policy[OptionsT]):
         state = ctx.state(self, GateState)
         block = held[0].json["content_block"]
         tool = str(block.get("name"))
-        reason = await self._verdict(tool, block, partials, ctx)
+        found = await self._verdict(tool, block, partials, ctx)
         upstream = _is_upstream(block)
         if upstream:
-            self._log_upstream_call(block, reason, ctx)
-        if reason is None:
+            self._log_upstream_call(block, found, ctx)
+        if found is None:
             # Only client calls decide the stop reason: a server call never ends the turn.
             if not upstream:
                 state.kept += 1
             return [*held, stop]
-        return self._replace_blocked(block, held[0].json.get("index"), stop, reason, state, ctx)
+        return self._replace_blocked(block, held[0].json.get("index"), stop, found, state, ctx)
 
     def _replace_blocked(
         self,
         block: JSONObject,
         index: Any,
         stop: StreamEvent | None,
-        reason: str,
+        found: Block,
         state: GateState,
         ctx: PolicyContext,
     ) -> list[StreamEvent]:
@@ -283,21 +315,26 @@ class ToolCallGate(Policy[OptionsT]):
             state.withheld[str(block.get("id"))] = tool
         else:
             state.blocked += 1
-        self._record_block(ctx, tool, upstream)
-        text = blocked_text(self.label, tool, reason, upstream=upstream)
+        self._record_block(ctx, tool, upstream, found.details)
+        text = blocked_text(self.label, tool, found.reason, upstream=upstream)
         return _text_block(index, text, stop)
 
-    def _record_block(self, ctx: PolicyContext, tool: str, upstream: bool) -> None:
-        """The audit trail's entry for one blocked call: the tool's name, never its input."""
+    def _record_block(
+        self, ctx: PolicyContext, tool: str, upstream: bool, details: Mapping[str, Any]
+    ) -> None:
+        """The audit trail's entry for one blocked call: the tool's name (or what the
+        verdict's details say it is), never its input."""
+        entry = {"tool": tool, **details}
         if upstream:
-            ctx.record(self, "block", tool=tool, upstream=True)
-        else:
-            ctx.record(self, "block", tool=tool)
+            entry["upstream"] = True
+        ctx.record(self, "block", **entry)
 
-    def _log_upstream_call(self, block: JSONObject, reason: str | None, ctx: PolicyContext) -> None:
+    def _log_upstream_call(
+        self, block: JSONObject, found: Block | None, ctx: PolicyContext
+    ) -> None:
         """Every call the API made itself is on record: it ran, whatever the verdict."""
         log.log(
-            logging.INFO if reason is None else logging.WARNING,
+            logging.INFO if found is None else logging.WARNING,
             "tool call executed upstream",
             extra={
                 "call_id": ctx.call_id,
@@ -305,7 +342,7 @@ class ToolCallGate(Policy[OptionsT]):
                 "block_type": block.get("type"),
                 "tool": str(block.get("name")),
                 "mcp_server": block.get("server_name"),
-                "blocked": reason is not None,
+                "blocked": found is not None,
             },
         )
 
@@ -327,7 +364,7 @@ class ToolCallGate(Policy[OptionsT]):
         state = ctx.state(self, GateState)
         if state.held is not None:
             block = (state.held[0].payload or {}).get("content_block") or {}
-            self._record_block(ctx, str(block.get("name")), _is_upstream(block))
+            self._record_block(ctx, str(block.get("name")), _is_upstream(block), {})
         state.held = None
         return []
 

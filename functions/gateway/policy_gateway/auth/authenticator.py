@@ -58,6 +58,9 @@ class Credentials:
     digest of the client's key (passthrough), for the logs and the fallback budget."""
     caller_groups: tuple[str, ...] = ()
     """The groups of the gateway key presented (its `"groups"` in the keys secret)."""
+    gateway_key: bool = False
+    """Whether `caller` names a gateway key: it then outranks a signed IAM principal
+    (`caller.identify`)."""
 
     def scrub(self, body: bytes) -> bytes:
         """Blank out any credential of this call that an upstream error body repeats."""
@@ -233,12 +236,14 @@ class GatewayKeyAuth:
                 "authentication_error",
             )
         if self._upstream_key is None:
-            return Credentials([], _secrets(presented), key.name, key.groups)
+            return Credentials([], _secrets(presented), key.name, key.groups, gateway_key=True)
         api_key = await self._upstream_key.get()
         if api_key is None:
             raise _unavailable()
         secrets = _secrets([*presented, api_key.encode()])
-        return Credentials([("x-api-key", api_key)], secrets, key.name, key.groups)
+        return Credentials(
+            [("x-api-key", api_key)], secrets, key.name, key.groups, gateway_key=True
+        )
 
 
 def authenticator(config: settings.Settings, key: UpstreamKey | None) -> Authenticator:

@@ -1,15 +1,17 @@
 """The ports `serve` listens on, claimed before anything starts or is announced.
 
 A port another process holds is a one-line error and a non-zero exit, before
-a stand-in starts or a URL is printed: the gateway's own socket is bound here
-and handed to uvicorn (so nothing can take it in between), and a stand-in's
-port is tried the same way just before the stand-in binds it.
+a stand-in starts or a URL is printed: each socket is bound here and handed
+to its server (uvicorn, or werkzeug for the embedded AWS), so nothing can take
+it in between.
 """
 
 from __future__ import annotations
 
 import errno
 import socket
+
+LOOPBACK = "127.0.0.1"
 
 
 class PortInUse(SystemExit):
@@ -46,8 +48,3 @@ def claim(what: str, host: str, port: int, option: str) -> socket.socket:
         raise SystemExit(
             f"policy-gateway serve: cannot listen on {host}:{port} for the {what}: {exc.strerror}"
         ) from None
-
-
-def ensure_free(what: str, host: str, port: int, option: str) -> None:
-    """PortInUse unless host:port can be bound now (by a server that binds it itself)."""
-    claim(what, host, port, option).close()

@@ -7,7 +7,8 @@
 - `--embedded-ssm`: a moto server on one port serving SSM (the flag and the
   policy chain, read as a deployed gateway reads them), Secrets Manager (the
   `gateway_key` mode's two secrets, which `policy-gateway init --secrets`
-  creates) and DynamoDB (the fallback budget's table).
+  creates) and DynamoDB (the fallback budget's table), to the AWS SDKs only:
+  no web page can read or change it (aws_standin.py).
 
 Neither ever replaces an endpoint that is configured. Every port is tried
 before anything starts or is announced (listen.py).
@@ -15,18 +16,15 @@ before anything starts or is announced (listen.py).
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
-import warnings
 from typing import Any
 
 from .. import settings
 from .commands import EMPTY_POLICY_CHAIN, FLAG_VALUES, flag_parameter, say, ssm_client
-from .listen import claim, ensure_free
+from .listen import LOOPBACK, claim
 
-LOOPBACK = "127.0.0.1"
 LOCAL_REGION = "us-east-1"
 # Any value will do: moto and the Bedrock simulator check no secret key, and a
 # request signed with these can reach nothing but a local stand-in.
@@ -36,7 +34,6 @@ ENV_SECRETS_ENDPOINT = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
 ENV_DYNAMODB_ENDPOINT = "AWS_ENDPOINT_URL_DYNAMODB"
 # The table the embedded DynamoDB serves the fallback budget from.
 LOCAL_FALLBACK_BUDGET_TABLE = "policy-gateway-fallback-budget"
-SSM_PORT_OPTION = "--embedded-ssm-port, or make run SSM_PORT=..."
 STARTED_WITHIN_SECONDS = 10.0
 
 
@@ -106,22 +103,9 @@ def start_embedded_aws(port: int) -> str | None:
     if os.environ.get(ENV_SSM_ENDPOINT):
         say(f"{ENV_SSM_ENDPOINT} is set; not starting the embedded SSM")
         return None
-    # moto binds in a thread of its own and waits forever if it cannot: try first.
-    ensure_free("embedded SSM", LOOPBACK, port, SSM_PORT_OPTION)
-    try:
-        with warnings.catch_warnings():
-            # requests, which moto imports, warns that the locked urllib3 is newer
-            # than the range it was released against: nothing of the gateway's.
-            warnings.filterwarnings("ignore", message="urllib3 .* doesn't match a supported")
-            from moto.server import ThreadedMotoServer
-    except ImportError:
-        raise SystemExit(
-            "--embedded-ssm needs moto: install the local run's lock (make run does)"
-        ) from None
-    # moto's web server logs every request; the gateway's own lines are what matter here.
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address=LOOPBACK, port=port, verbose=False)
-    server.start()
+    from .aws_standin import serve
+
+    serve(port)
     endpoint = f"http://{LOOPBACK}:{port}"
     _local_aws_identity()
     os.environ[ENV_SSM_ENDPOINT] = endpoint

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 from gateway_policies import JSONObject, PolicyFailure, PolicyViolation, UpstreamErrorInfo
-from gateway_policies.runtime.diff import changed_locations, format_path
+from gateway_policies.runtime.diff import changed_locations
 
 from .. import names
 from ..observability.logs import logger
@@ -58,8 +58,8 @@ async def policy_repair(error: UpstreamStatusError, prepared: PreparedRequest) -
         return None
     if not policies or request == prepared.modified:
         return None
-    paths = [format_path(location) for location in changed_locations(prepared.modified, request)]
-    return Repaired(request, [Repair(p.label, RULE_POLICY_HOOK, paths) for p in policies])
+    locations = changed_locations(prepared.modified, request)
+    return Repaired(request, [Repair.at(p.label, RULE_POLICY_HOOK, locations) for p in policies])
 
 
 async def fallback_request(prepared: PreparedRequest) -> FallbackRequest | None:

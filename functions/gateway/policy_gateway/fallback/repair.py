@@ -27,13 +27,16 @@ the same way (`record`).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from gateway_policies import JSONObject, PolicyAction, PolicyChain, PolicyContext
 from gateway_policies.actions import REPAIR
 from gateway_policies.numbers import json_number
-from gateway_policies.runtime.diff import Location, format_path, resolve
+from gateway_policies.runtime.diff import Location, format_paths, resolve
+from gateway_policies.turns import in_turns
 
 from .. import names
 from ..observability import metrics, tracing
@@ -45,60 +48,104 @@ RULE_THINKING_BUDGET = "thinking_budget_not_below_max_tokens"
 RULE_POLICY_HOOK = "on_upstream_error"
 
 MIN_THINKING_BUDGET = 1024
+MAX_REPAIR_PATHS = 5
+"""Paths a repair's record lists; a body of 200,000 emptied blocks is one record, not 200,000."""
 UNATTRIBUTED = "<chain>"
 """The policy named when replaying the chain cannot tell which one broke the rule."""
 
 
 @dataclass(frozen=True)
 class Repair:
-    """One repair: whose change it keeps valid, by which rule, at which JSON paths."""
+    """The repairs of one rule that keep one policy's changes valid: how many, and where."""
 
     policy: str
     rule: str
     paths: list[str]
+    """The first MAX_REPAIR_PATHS JSON paths repaired, in the request's order."""
+    count: int
+
+    @classmethod
+    def at(cls, policy: str, rule: str, locations: Sequence[Location]) -> Repair:
+        """The repairs of `rule` at `locations`: all counted, the first few named."""
+        paths = format_paths(locations[:MAX_REPAIR_PATHS])
+        return cls(policy, rule, paths, len(locations))
+
+    def details(self) -> dict[str, Any]:
+        return {"rule": self.rule, "count": self.count, "paths": self.paths}
 
 
 @dataclass(frozen=True)
 class _Break:
+    """A broken rule other than an emptied text (those are many, and kept as locations)."""
+
     rule: str
     location: Location
-    """Where the rule is broken: the emptied block, `tool_choice`, the thinking budget."""
+    """Where the rule is broken: `tool_choice`, the thinking budget."""
     cause: tuple[Location, ...]
     """Where the change that broke it is, to name the policy that made it."""
 
 
-def _empty_text_blocks(request: JSONObject) -> list[Location]:
-    """Every text block holding "" (system or messages), and every message whose string
-    content is "" (a text block in short) where the API needs content; a location is made
-    only for those."""
-    found: list[Location] = []
-    containers: list[tuple[Location, Any]] = [(("system",), request.get("system"))]
+Emptied = tuple[Location, list[Any]]
+"""A list and the indices of its empty text blocks, or a message and ["content"]."""
+
+
+def _contents(request: JSONObject) -> Iterator[tuple[Location, Any]]:
+    """Where text must not be empty: the system blocks, and each message's content but a
+    final assistant message's (a prefill)."""
+    yield ("system",), request.get("system")
     messages = request.get("messages")
     if isinstance(messages, list):
         for m, message in enumerate(messages):
-            if not isinstance(message, dict):
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, list) or (content == "" and not may_be_empty(messages, m)):
+                yield ("messages", m, "content"), content
+
+
+async def _empty_texts(request: JSONObject) -> list[Emptied]:
+    """Every text block holding "" (system or messages), and every message's string content
+    that is "" where the API needs content, in the request's order, a list at a time."""
+    found: list[Emptied] = []
+    async for batch in in_turns(_contents(request)):
+        for where, content in batch:
+            if content == "":
+                found.append((where[:-1], ["content"]))
                 continue
-            content = message.get("content")
-            if content == "" and not may_be_empty(messages, m):
-                found.append(("messages", m, "content"))
-            containers.append((("messages", m, "content"), content))
-    for location, blocks in containers:
-        if not isinstance(blocks, list):
-            continue
-        for index, block in enumerate(blocks):
-            if isinstance(block, dict) and block.get("text") == "" and block.get("type") == "text":
-                found.append((*location, index))
+            if not isinstance(content, list):
+                continue
+            indices = [
+                index
+                for index, block in enumerate(content)
+                if type(block) is dict and block.get("text") == "" and block.get("type") == "text"
+            ]
+            if indices:
+                found.append((where, indices))
     return found
+
+
+def _emptied_by_chain(original: JSONObject, emptied: Emptied) -> Emptied:
+    """Of `emptied`, what the original had text in: a policy's doing, not the client's."""
+    where, keys = emptied
+    holder = resolve(original, where)
+    if keys == ["content"]:
+        held = isinstance(holder, dict) and holder.get("content") == ""
+        return where, [] if held else keys
+    if not isinstance(holder, list):
+        return emptied
+    texts = [block.get("text") if isinstance(block, dict) else None for block in holder]
+    return where, [index for index in keys if index >= len(texts) or texts[index] != ""]
+
+
+def _emptied_texts(emptied: Emptied) -> list[Location]:
+    """Where the emptied texts are: each block's `text`, or the message's `content`."""
+    where, keys = emptied
+    if keys == ["content"]:
+        return [(*where, "content")]
+    return [(*where, index, "text") for index in keys]
 
 
 def may_be_empty(messages: list[Any], index: int) -> bool:
     """The API's one exception to non-empty content: a final assistant message (a prefill)."""
     return index == len(messages) - 1 and messages[index].get("role") == "assistant"
-
-
-def _emptied_text(location: Location) -> Location:
-    """Where the emptied text is: a block's `text`, or a message's string `content`."""
-    return location if location[-1] == "content" else (*location, "text")
 
 
 def _tool_names(request: JSONObject) -> set[Any]:
@@ -117,12 +164,9 @@ def _thinking_budget_broken(request: JSONObject) -> bool:
     return budget is not None and ceiling is not None and budget >= ceiling
 
 
-def _candidates(request: JSONObject) -> list[_Break]:
-    """The rules `request` breaks, whoever broke them: a scan, no copy, no parse."""
-    found = [
-        _Break(RULE_EMPTY_TEXT, location, (_emptied_text(location),))
-        for location in _empty_text_blocks(request)
-    ]
+def _other_breaks(request: JSONObject) -> list[_Break]:
+    """The rules but the emptied text's that `request` breaks, whoever broke them."""
+    found: list[_Break] = []
     choice = request.get("tool_choice")
     if (
         isinstance(choice, dict)
@@ -143,8 +187,6 @@ def _candidates(request: JSONObject) -> list[_Break]:
 
 def _caused_by_policy(broken: _Break, original: JSONObject, request: JSONObject) -> bool:
     """Whether the original kept the rule, so a policy's change broke it."""
-    if broken.rule == RULE_EMPTY_TEXT:
-        return bool(resolve(original, _emptied_text(broken.location)) != "")
     if broken.rule == RULE_TOOL_CHOICE:
         return bool(request["tool_choice"].get("name") in _tool_names(original))
     return not _thinking_budget_broken(original)
@@ -171,16 +213,18 @@ def _fix(broken: _Break, request: JSONObject) -> bool:
     return True
 
 
-def _drop_blocks(request: JSONObject, emptied: list[tuple[Location, str]]) -> None:
-    """Drop emptied text blocks, last first so earlier indices hold; refill an emptied message."""
-    for location, policy in sorted(emptied, key=lambda item: item[0], reverse=True):
-        container = resolve(request, location[:-1])
-        if location[-1] == "content":
-            container["content"] = [_removed_by(policy)]
+def _drop_blocks(request: JSONObject, dropped: list[tuple[Location, dict[Any, str]]]) -> None:
+    """Drop emptied text blocks, each list rebuilt once; refill a message left empty, or whose
+    string content was emptied, with a block naming the policy."""
+    for where, policies in dropped:
+        holder = resolve(request, where)
+        if "content" in policies:
+            holder["content"] = [_removed_by(policies["content"])]
             continue
-        del container[location[-1]]
-        if not container and location[0] == "messages":
-            container.append(_removed_by(policy))
+        kept = [block for index, block in enumerate(holder) if index not in policies]
+        if not kept and where[0] == "messages":
+            kept = [_removed_by(policies[min(policies)])]
+        holder[:] = kept
     if request.get("system") == []:
         request.pop("system")
 
@@ -197,8 +241,7 @@ async def before_sending(
     if repairs:
         span = tracing.start_span("policy repair")
         try:
-            for repair in repairs:
-                record(repair, ctx, chain, span)
+            record(repairs, ctx, chain, span)
         finally:
             span.end()
     return repairs
@@ -207,54 +250,75 @@ async def before_sending(
 async def structural(
     original: bytes, request: JSONObject, chain: PolicyChain, ctx: PolicyContext
 ) -> list[Repair]:
-    """Make the structural repairs `request` needs, in place; record nothing."""
-    candidates = _candidates(request)
-    if not candidates:
+    """Make the structural repairs `request` needs, in place; record nothing.
+
+    A scan of the request finds the candidates (no copy, no parse); only when
+    there is one is the original parsed to compare, and the chain replayed to
+    name the policy. Each step is one pass over the candidates, and each list
+    that loses blocks is rebuilt once: a body of 200,000 emptied blocks costs
+    about what reading it costs, and is recorded as one repair.
+    """
+    emptied = await _empty_texts(request)
+    others = _other_breaks(request)
+    if not emptied and not others:
         return []
     document = json.loads(original)
-    broken = [b for b in candidates if _caused_by_policy(b, document, request)]
-    if not broken:
+    emptied = [kept for kept in (_emptied_by_chain(document, e) for e in emptied) if kept[1]]
+    others = [b for b in others if _caused_by_policy(b, document, request)]
+    if not emptied and not others:
         return []
-    causes = list(dict.fromkeys(cause for b in broken for cause in b.cause))
-    attribution = await chain.attribute_changes(document, causes, ctx.replay())
-    repairs: list[Repair] = []
-    emptied: list[tuple[Location, str]] = []
-    for b in broken:
-        paths = {format_path(cause) for cause in b.cause}
-        policy = next(
-            (label for label, changed in attribution.items() if paths & set(changed)),
-            UNATTRIBUTED,
-        )
-        if b.rule == RULE_EMPTY_TEXT:
-            emptied.append((b.location, policy))
-        elif not _fix(b, request):
-            continue
-        repairs.append(Repair(policy, b.rule, [format_path(b.location)]))
-    _drop_blocks(request, emptied)
-    return repairs
+    texts = [text for e in emptied for text in _emptied_texts(e)]
+    causes = [*texts, *dict.fromkeys(cause for b in others for cause in b.cause)]
+    first = await chain.changed_first_by(document, causes, ctx.replay())
+    repaired: dict[tuple[str, str], list[Location]] = {}
+    dropped: list[tuple[Location, dict[Any, str]]] = []
+    owners = iter(first)
+    for where, keys in emptied:
+        policies = [owner or UNATTRIBUTED for owner in islice(owners, len(keys))]
+        dropped.append((where, dict(zip(keys, policies, strict=True))))
+        for policy in dict.fromkeys(policies):
+            repaired.setdefault((policy, RULE_EMPTY_TEXT), []).extend(
+                (*where, key) for key, owner in zip(keys, policies, strict=True) if owner == policy
+            )
+    named = dict(zip(causes[len(texts) :], owners, strict=True))
+    order = {label: position for position, label in enumerate(chain.names)}
+    for b in others:
+        by = [owner for owner in map(named.__getitem__, b.cause) if owner]
+        policy = min(by, key=order.__getitem__, default=UNATTRIBUTED)
+        if _fix(b, request):
+            repaired.setdefault((policy, b.rule), []).append(b.location)
+    _drop_blocks(request, dropped)
+    return [Repair.at(policy, rule, locations) for (policy, rule), locations in repaired.items()]
 
 
-def record(repair: Repair, ctx: PolicyContext, chain: PolicyChain, span: tracing.Span) -> None:
-    """Make a repair visible: the metric, the span annotation, a WARNING, the call's actions.
+def record(
+    repairs: Sequence[Repair], ctx: PolicyContext, chain: PolicyChain, span: tracing.Span
+) -> None:
+    """Make repairs visible: the metric, the span annotation, one WARNING, the call's actions.
 
-    Paths only, never content; the metric counts per policy, so a policy that
-    keeps breaking requests shows in CloudWatch by name.
+    Paths only, never content, and a few of them: one action per policy and
+    rule, and one WARNING for all, however many blocks were repaired. The
+    metric counts the repairs per policy, so a policy that keeps breaking
+    requests shows in CloudWatch by name.
     """
-    metrics.count_by(names.METRIC_POLICY_REPAIRS, {names.DIMENSION_POLICY: repair.policy})
-    span.annotate(names.ANNOTATION_POLICY_REPAIR, repair.policy)
+    if not repairs:
+        return
+    for repair in repairs:
+        metrics.count_by(
+            names.METRIC_POLICY_REPAIRS, {names.DIMENSION_POLICY: repair.policy}, repair.count
+        )
+        policy = chain.policy(repair.policy)
+        if policy is not None:
+            ctx.record(policy, REPAIR, **repair.details())
+        else:
+            ctx.actions.append(PolicyAction(repair.policy, REPAIR, repair.details()))
+    span.annotate(
+        names.ANNOTATION_POLICY_REPAIR, ",".join(sorted({repair.policy for repair in repairs}))
+    )
     logger.warning(
         "policy repair: a policy's change broke a rule the upstream enforces; repaired",
         extra={
             "call_id": ctx.call_id,
-            "repair_policy": repair.policy,
-            "repair_rule": repair.rule,
-            "repair_paths": repair.paths,
+            "repairs": [{"policy": r.policy, **r.details()} for r in repairs],
         },
     )
-    policy = chain.policy(repair.policy)
-    if policy is not None:
-        ctx.record(policy, REPAIR, rule=repair.rule, paths=repair.paths)
-    else:
-        ctx.actions.append(
-            PolicyAction(repair.policy, REPAIR, {"rule": repair.rule, "paths": repair.paths})
-        )

@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
-from gateway_policies import PolicyContext
-from gateway_policies.runtime.diff import changed_locations, format_path
+from gateway_policies import PolicyContext, recorder
+from gateway_policies.runtime.diff import changed_locations, format_paths
 
 from .. import names, offload
 from ..auth.authenticator import Credentials
@@ -124,8 +124,7 @@ class Fallback:
         repaired = await offload.run(policy_repair(error, prepared))
         if repaired is None or not await self.budget.allows(call.caller, rung="policy repair"):
             return False
-        for made in repaired.repairs:
-            repair.record(made, prepared.ctx, prepared.chain, error.span)
+        repair.record(repaired.repairs, prepared.ctx, prepared.chain, error.span)
         prepared.repaired(repaired.request)
         return True
 
@@ -170,14 +169,15 @@ async def record(
     here may stop the fallback: a record that cannot be completed says so.
     The log names the upstream error's type and request id, never its message
     (an unknown-model 404 repeats the client's text), scrubbed of the call's
-    credentials like the client's copy.
+    credentials like the client's copy and bounded like every word it did not
+    choose (gateway_policies.recorder); the paths name the request's
+    structure only (gateway_policies.runtime.diff).
     """
     metrics.count(names.METRIC_FALLBACK)
     metrics.metadata(names.ANNOTATION_FALLBACK_SCOPE, retry.scope)
     metrics.flush()
     ctx = prepared.ctx
-    for made in retry.repairs:
-        repair.record(made, ctx, prepared.chain, error.span)
+    repair.record(retry.repairs, ctx, prepared.chain, error.span)
     details: dict[str, Any] = {}
     try:
         error.span.annotate(names.ANNOTATION_FALLBACK, True)
@@ -199,11 +199,17 @@ async def record(
             "bypassed_policies": retry.bypassed,
             "kept_policies": retry.kept,
             "fallback_status": error.status,
-            "upstream_error_type": credentials.scrub_text(error.error_type),
-            "upstream_request_id": credentials.scrub_text(error.request_id),
+            "upstream_error_type": _upstream_word(credentials, error.error_type),
+            "upstream_request_id": _upstream_word(credentials, error.request_id),
             **details,
         },
     )
+
+
+def _upstream_word(credentials: Credentials, value: str | None) -> str | None:
+    """A word the upstream chose, as the record keeps it: scrubbed whole, then bounded."""
+    scrubbed = credentials.scrub_text(value)
+    return None if scrubbed is None else recorder.text(scrubbed)
 
 
 async def _attribute(
@@ -212,7 +218,7 @@ async def _attribute(
     """The paths the chain changed, and which policy changed which (consumes the parse)."""
     document = prepared.document()
     locations = changed_locations(document, prepared.modified, limit=MAX_LOGGED_PATHS + 1)
-    paths = [format_path(location) for location in locations[:MAX_LOGGED_PATHS]]
+    paths = format_paths(locations[:MAX_LOGGED_PATHS])
     if len(locations) > MAX_LOGGED_PATHS:
         paths.append("<more paths not listed>")
     attribution = await prepared.chain.attribute_changes(

@@ -4,7 +4,9 @@ A call's ids live in a context variable that a logging filter copies onto
 every record, so concurrent calls in one process (a local server, the load
 tests) never mix or strip each other's ids. (Powertools' own context keys sit
 in one dict shared by every task.) Only ids, statuses, paths and sizes are
-logged: never request content or credentials.
+logged: never request content or credentials. Every line goes through the
+audit record's bounds (gateway_policies.recorder.line): one JSON object under
+256 KB, whatever a client or an upstream managed to put into it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from contextvars import ContextVar
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from gateway_policies import recorder
 
 from .. import settings
 
@@ -29,7 +32,7 @@ class _CallKeys(logging.Filter):
         return True
 
 
-logger = Logger(service=settings.service_name(), use_rfc3339=True)
+logger = Logger(service=settings.service_name(), use_rfc3339=True, json_serializer=recorder.line)
 # On the handler, not the logger, so the policies' loggers below get the keys too.
 logger.registered_handler.addFilter(_CallKeys())
 

@@ -38,6 +38,11 @@ metadata, which filter expressions cannot search. `Span.annotate` does both, so
 `annotation.passthrough_fallback = true` finds the failed attempt as it did
 under the X-Ray SDK.
 
+Every string attribute goes through the audit record's bound
+(gateway_policies.recorder.text): a path, an upstream's request id or a
+policy's name keeps its first 64 characters, so neither a client nor an
+upstream can put content into a trace by making one long.
+
 Concurrency: a call's trace context lives in a context variable, which each
 call's task has to itself; nothing goes through the process environment, so
 concurrent calls in one process (`serve`, Lambda multi-concurrency) never
@@ -54,6 +59,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
+
+from gateway_policies import recorder
 
 from .. import names, settings
 from ..headers import HeaderLookup
@@ -112,7 +119,7 @@ class _AttemptSpan:
     def annotate(self, key: str, value: bool | int | float | str) -> None:
         if not self._open:
             return
-        self._span.set_attribute(key, value)
+        self._span.set_attribute(key, _bounded(value))
         if key not in self._annotations:
             self._annotations.append(key)
             self._span.set_attribute(XRAY_ANNOTATIONS, self._annotations)
@@ -120,7 +127,7 @@ class _AttemptSpan:
     def describe(self, key: str, value: str) -> None:
         """A plain attribute: shown with the span (X-Ray metadata), not indexed for search."""
         if self._open:
-            self._span.set_attribute(key, value)
+            self._span.set_attribute(key, recorder.text(value))
 
     def end(self, error: BaseException | None = None) -> None:
         if not self._open:
@@ -261,13 +268,14 @@ class _Tracing:
             return (_Parent(self._tracer, context) if remote else None), None
         if not remote:
             context = self._w3c.extract(carrier)
+        method = recorder.text(method)
         attributes = {
             "http.request.method": method,
-            "url.path": path,
+            "url.path": recorder.text(path),
             names.ATTRIBUTE_CALL_ID: call_id,
         }
         if route is not None:
-            attributes["http.route"] = route
+            attributes["http.route"] = recorder.text(route)
         # Named as OpenTelemetry's HTTP conventions say: the method and the
         # route's template, never the path itself, which can hold an id or a key.
         span = self._tracer.start_span(
@@ -299,6 +307,10 @@ class _Tracing:
             if status >= 500:
                 _mark_error(span, str(status))
         span.end()
+
+
+def _bounded(value: bool | int | float | str) -> bool | int | float | str:
+    return recorder.text(value) if isinstance(value, str) else value
 
 
 def _mark_error(span: OTelSpan, error_type: str) -> None:

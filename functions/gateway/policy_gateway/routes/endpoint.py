@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from .. import lambda_context, names, settings
 from ..auth.authenticator import Authenticator, path_for_spans
+from ..auth.caller import identify
 from ..auth.upstream_key import UpstreamKey
 from ..call import DEADLINE_ERROR, FALLBACK_FAILED, FALLBACK_RETRYING, Call
 from ..errors import GatewayError
@@ -146,17 +147,12 @@ class GatewayEndpoint:
         call.forwarded = forwarded_headers(
             call.scope["headers"], call.credentials.upstream_credential
         )
-        # A principal Lambda verified (Function URL AuthType AWS_IAM) names the
-        # caller best; else the gateway key's name or the client key's digest.
         principal = call.invocation.iam_principal
-        call.caller = call.invocation.iam_caller or call.credentials.caller
-        if call.caller == call.credentials.caller:
-            # Groups belong to a gateway key: an IAM-signed caller has none.
-            call.caller_groups = call.credentials.caller_groups
+        if principal:
+            bind_call_key("principal", principal)
+        call.caller, call.caller_groups = identify(call.credentials, principal)
         if call.caller:
             bind_call_key("caller", call.caller)
-        if principal and principal != call.caller:
-            bind_call_key("principal", principal)
         call.original = await self._read(receive, header)
         with anyio.CancelScope() as until_disconnect:
             watcher = asyncio.get_running_loop().create_task(

@@ -58,16 +58,19 @@ class StripTools(Policy[StripToolsOptions]):
         if not isinstance(tools, list):
             return
         listed = set(self.options.names)
+        upstream = list(server_tools(request))
         removed = {
             index
             for index, t in enumerate(tools)
             if isinstance(t, dict) and t.get("name") in listed
-        } | {tool.index for tool in server_tools(request) if listed.intersection(tool.identities)}
+        } | {tool.index for tool in upstream if listed.intersection(tool.identities)}
         if not removed:
             return
         kept = [t for index, t in enumerate(tools) if index not in removed]
         names = listed | {tools[index].get("name") for index in removed}
-        stripped = sorted({str(tools[index].get("name")) for index in removed})
+        # A server tool by its type, which says what it is; its name is the client's word.
+        types = {tool.index: tool.type for tool in upstream}
+        stripped = sorted({types.get(i) or str(tools[i].get("name")) for i in removed})
         ctx.record(self, "strip", tools=stripped)
         if not kept:
             if _has_tool_blocks(request):

@@ -33,6 +33,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "cap_max_tokens": "gateway_policies.builtin.cap_max_tokens:CapMaxTokens",
     "strip_tools": "gateway_policies.builtin.strip_tools:StripTools",
     "block_tool_calls": "gateway_policies.builtin.block_tool_calls:BlockToolCalls",
+    "flow_guard": "gateway_policies.builtin.flow_guard:FlowGuard",
     "tool_call_judge": "gateway_policies.builtin.tool_call_judge:ToolCallJudge",
 }
 

@@ -1,0 +1,1 @@
+"""The detector: rules for secrets and personal data, validators, pattern shapes."""

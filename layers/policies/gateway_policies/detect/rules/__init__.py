@@ -1,0 +1,23 @@
+"""The rule catalogue: every category module's `RULES`, in order.
+
+Order matters where two kinds find the same text: the earlier one names it, so specific
+families come before generic ones (`generic`) and the opt-in personal data (`pii`) comes last.
+"""
+
+from __future__ import annotations
+
+from ..rule import Rule
+from . import ai, cloud, databases, devtools, generic, keys, messaging, payments, pii, vcs
+
+RULES: tuple[Rule, ...] = (
+    *ai.RULES,
+    *vcs.RULES,
+    *cloud.RULES,
+    *messaging.RULES,
+    *payments.RULES,
+    *devtools.RULES,
+    *databases.RULES,
+    *keys.RULES,
+    *generic.RULES,
+    *pii.RULES,
+)

@@ -1,0 +1,137 @@
+"""Cloud platforms: Google Cloud, Azure, DigitalOcean, Alibaba, Tencent, Heroku, Cloudflare,
+Fly.io, Netlify, OpenShift, Vault, Terraform, Pulumi, Doppler, AWS beyond the core kinds, and
+Kubernetes secrets (AWS access key ids and secret keys are core kinds)."""
+
+from __future__ import annotations
+
+from ..rule import Rule
+from ..shapes import UUID, UUID_WIDTH, hex_run, labelled, token
+from ..validators import azure_signature, plausible_token
+
+_B64 = "A-Za-z0-9+/"
+
+# A Secret manifest's values: the `data:` (base64) or `stringData:` entries, up to 16 of them,
+# before or after its `kind: Secret` line (kubectl prints keys in alphabetical order: `data`
+# first). Each entry is an indented `key: value` line; the run of entries ends the match.
+_K8S_ENTRIES = r"(?P<secret>(?:\r?\n[ \t]{1,8}[A-Za-z0-9._-]{1,63}:[ \t]{0,4}[^\r\n]{1,256}){1,16})"
+_K8S_ENTRIES_WIDTH = 16 * (2 + 8 + 63 + 1 + 4 + 256)
+_K8S_KIND = r"kind:[ \t]{0,4}[\"']?Secret[\"']?[ \t]{0,4}(?:\r?\n|$)"
+_K8S_KIND_WIDTH = 5 + 4 + 1 + 6 + 1 + 4 + 2
+_K8S_BETWEEN = r"(?:[^\x00]{0,1024}?\n)?"
+_K8S_BETWEEN_WIDTH = 1025
+_K8S_DATA = r"(?:data|stringData):[ \t]{0,4}"
+_K8S_DATA_WIDTH = 11 + 4
+
+RULES: tuple[Rule, ...] = (
+    token("google_api_key", r"AIza[0-9A-Za-z_-]{35}", 39, ("aiza",)),
+    token("google_oauth_client_secret", r"GOCSPX-[A-Za-z0-9_-]{28}", 35, ("gocspx-",)),
+    token("google_oauth_access_token", r"ya29\.[A-Za-z0-9_-]{30,400}", 405, ("ya29.",)),
+    # The key file's `private_key` is a PEM block (a core kind); its id names the file.
+    Rule(
+        kind="gcp_service_account_key",
+        pattern=(
+            r"\\?\"private_key_id\\?\"[ \t]{0,4}:[ \t]{0,4}\\?\"(?P<secret>"
+            + hex_run(40)
+            + r")\\?\""
+        ),
+        max_length=2 + 14 + 2 + 4 + 1 + 4 + 2 + 40 + 2,
+        keywords=("private_key_id",),
+    ),
+    Rule(
+        kind="azure_storage_account_key",
+        pattern=rf"AccountKey=(?P<secret>[{_B64}]{{86}}==)(?:[^{_B64}=]|$)",
+        max_length=11 + 88 + 1,
+        keywords=("accountkey=",),
+    ),
+    Rule(
+        kind="azure_shared_access_key",
+        pattern=rf"SharedAccessKey=(?P<secret>[{_B64}]{{43}}=)(?:[^{_B64}=]|$)",
+        max_length=16 + 44 + 1,
+        keywords=("sharedaccesskey=",),
+    ),
+    Rule(
+        kind="azure_sas_token",
+        pattern=r"[?&]sig=(?P<secret>[A-Za-z0-9%+/]{43,64}(?:%3[Dd]|=)?)(?:[&\"'<> \t\r\n\\]|$)",
+        max_length=5 + 64 + 3 + 1,
+        keywords=("sig=",),
+        validator=azure_signature,
+    ),
+    # Entra ID client secrets: three characters, a digit and "Q~", then 31 to 34 more.
+    token(
+        "azure_ad_client_secret",
+        r"[A-Za-z0-9_~.-]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}",
+        40,
+        ("q~",),
+        alphabet="A-Za-z0-9_~.-",
+    ),
+    # Azure DevOps' 84-character tokens: 52 random, the "JQQJ99" signature, 18 more, "AZDO", a
+    # 4-character checksum.
+    token(
+        "azure_devops_pat",
+        r"[A-Za-z0-9]{52}JQQJ99[A-Za-z0-9]{18}AZDO[A-Za-z0-9]{4}",
+        84,
+        ("azdo",),
+    ),
+    token("digitalocean_personal_access_token", r"dop_v1_" + hex_run(64), 71, ("dop_v1_",)),
+    token("digitalocean_oauth_token", r"doo_v1_" + hex_run(64), 71, ("doo_v1_",)),
+    token("digitalocean_refresh_token", r"dor_v1_" + hex_run(64), 71, ("dor_v1_",)),
+    token("alibaba_access_key_id", r"LTAI[A-Za-z0-9]{12,20}", 24, ("ltai",)),
+    token("tencent_cloud_secret_id", r"AKID[A-Za-z0-9]{32}", 36, ("akid",)),
+    token("heroku_api_key", r"HRKU-AA[A-Za-z0-9_-]{58}", 65, ("hrku-",)),
+    token(
+        "cloudflare_origin_ca_key", r"v1\.0-" + hex_run(24) + "-" + hex_run(146), 176, ("v1.0-",)
+    ),
+    labelled(
+        "cloudflare_api_token",
+        r"(?:cloudflare|cf)_?api_?(?:token|key)",
+        20,
+        "[a-z0-9_-]{40}",
+        40,
+        ("cloudflare", "cf"),
+    ),
+    token("flyio_access_token", r"fo1_[A-Za-z0-9_-]{43}", 47, ("fo1_",)),
+    token("netlify_access_token", r"nfp_[A-Za-z0-9]{36}", 40, ("nfp_",)),
+    token("openshift_user_token", r"sha256~[A-Za-z0-9_-]{43}", 50, ("sha256~",)),
+    token("vault_token", r"hvs\.[A-Za-z0-9_-]{90,120}", 124, ("hvs.",)),
+    token("vault_batch_token", r"hvb\.[A-Za-z0-9_-]{138,300}", 304, ("hvb.",)),
+    token(
+        "terraform_cloud_token",
+        r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,70}",
+        14 + 9 + 70,
+        (".atlasv1.",),
+    ),
+    token("pulumi_access_token", r"pul-" + hex_run(40), 44, ("pul-",)),
+    token(
+        "doppler_token",
+        r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}",
+        3 + 6 + 44,
+        ("dp.pt.", "dp.st.", "dp.ct.", "dp.sa.", "dp.scim.", "dp.audit."),
+    ),
+    labelled(
+        "aws_session_token",
+        r"aws_?session_?token",
+        17,
+        "[a-z0-9/+=]{100,1400}",
+        1400,
+        ("session",),
+        validator=plausible_token,
+    ),
+    token("amazon_mws_auth_token", r"amzn\.mws\." + UUID, 9 + UUID_WIDTH, ("amzn.mws.",)),
+    Rule(
+        kind="kubernetes_secret",
+        pattern=_K8S_KIND + _K8S_BETWEEN + _K8S_DATA + _K8S_ENTRIES,
+        max_length=_K8S_KIND_WIDTH + _K8S_BETWEEN_WIDTH + _K8S_DATA_WIDTH + _K8S_ENTRIES_WIDTH,
+        keywords=("secret",),
+    ),
+    Rule(
+        kind="kubernetes_secret",
+        pattern=r"(?:^|\n)" + _K8S_DATA + _K8S_ENTRIES + r"\r?\n" + _K8S_BETWEEN + _K8S_KIND,
+        max_length=1
+        + _K8S_DATA_WIDTH
+        + _K8S_ENTRIES_WIDTH
+        + 2
+        + _K8S_BETWEEN_WIDTH
+        + _K8S_KIND_WIDTH,
+        keywords=("secret",),
+    ),
+)

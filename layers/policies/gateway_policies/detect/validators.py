@@ -1,0 +1,280 @@
+"""Checks a rule's `secret` text must pass: checksums, valid ranges, and the shape of a real value.
+
+A pattern says what a family looks like; a validator says whether this text is one: a GitHub or
+npm token whose CRC32 suffix is right, a card number that passes Luhn, an IBAN whose mod-97 is 1,
+an SSN in an area the SSA issues, or a labelled value random enough to be a secret rather than a
+variable name, a placeholder or a template reference. Each takes the `secret` text alone and
+returns whether to keep the match.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import math
+import re
+import zlib
+from collections import Counter
+from urllib.parse import unquote
+
+BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+"""The digit order GitHub's and npm's token checksums are written in."""
+
+CHECKSUM_LENGTH = 6
+"""Characters of base62 CRC32 at the end of a GitHub or npm token."""
+
+PLACEHOLDER_WORDS = (
+    "example",
+    "sample",
+    "dummy",
+    "placeholder",
+    "changeme",
+    "change_me",
+    "redacted",
+    "your_",
+    "your-",
+    "yourkey",
+    "insert",
+    "replace",
+    "secret_here",
+    "token_here",
+    "key_here",
+    "password",
+    "passwd",
+    "xxxx",
+    "****",
+    "....",
+    "0000",
+    "abcdef",
+    "123456",
+)
+"""Text that makes a value a documentation stand-in rather than a credential."""
+
+_REPEAT_RUN = 6
+"""A token of random characters has no run of this many equal ones (under 1 in 10^7 per token)."""
+
+_TEMPLATE_MARKS = ("${", "{{", "}}", "%(", "%s", "<", ">", "$(")
+"""A value with one of these is a reference to a secret held elsewhere, not the secret."""
+
+GENERIC_MIN_ENTROPY = 3.0
+"""Bits per character a labelled value needs: "s3cr3t-Pa55w0rd!" has 3.6, "my_password1" 3.0."""
+
+
+def shannon_entropy(text: str) -> float:
+    """Bits per character of the text's own character distribution."""
+    if not text:
+        return 0.0
+    total = len(text)
+    return -sum(n / total * math.log2(n / total) for n in Counter(text).values())
+
+
+def _has_run(text: str, length: int) -> bool:
+    run = 1
+    for before, after in itertools.pairwise(text):
+        run = run + 1 if after == before else 1
+        if run >= length:
+            return True
+    return False
+
+
+def plausible_token(token: str) -> bool:
+    """Random enough to be an issued token: no placeholder word, no long run of one character."""
+    folded = token.lower()
+    if any(word in folded for word in ("example", "xxxxx", "placeholder", "your_", "your-")):
+        return False
+    return not _has_run(token, _REPEAT_RUN)
+
+
+def plausible_value(value: str) -> bool:
+    """A labelled value (`password=…`) that is a secret: long enough, mixed, random, not a
+    reference (`$VAR`, `{{ x }}`, `<your-key>`), a name (`self.password`), a path or a URL."""
+    folded = value.lower()
+    if len(value) < 8 or any(mark in value for mark in _TEMPLATE_MARKS):
+        return False
+    if value[0] in "$%@/.~" or "://" in value or folded in ("none", "null", "true", "false"):
+        return False
+    if any(word in folded for word in PLACEHOLDER_WORDS) or _has_run(value, 4):
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    if not (has_digit and has_alpha):
+        return False
+    return shannon_entropy(value) >= GENERIC_MIN_ENTROPY
+
+
+def plausible_password(password: str) -> bool:
+    """A password in a URL or a `curl -u`: anything but a placeholder or a reference."""
+    folded = password.lower()
+    if any(mark in password for mark in _TEMPLATE_MARKS) or password[0] == "$":
+        return False
+    if any(word in folded for word in PLACEHOLDER_WORDS) or folded in ("pass", "pwd", "secret"):
+        return False
+    return not _has_run(password, 4)
+
+
+def base62(number: int, width: int) -> str:
+    """`number` in base62 (BASE62's digit order), left-padded with zeros to `width`."""
+    digits = ""
+    while number:
+        number, digit = divmod(number, 62)
+        digits = BASE62[digit] + digits
+    return digits.rjust(width, "0")
+
+
+def crc32_suffix(token: str, prefix_length: int) -> bool:
+    """GitHub's and npm's token format: after the prefix, random base62 and then the CRC32 of
+    that random part in six base62 digits."""
+    body, checksum = token[prefix_length:-CHECKSUM_LENGTH], token[-CHECKSUM_LENGTH:]
+    return base62(zlib.crc32(body.encode()), CHECKSUM_LENGTH) == checksum
+
+
+def npm_checksum(token: str) -> bool:
+    """`npm_` + 30 random + 6 checksum."""
+    return crc32_suffix(token, len("npm_"))
+
+
+def github_checksum(token: str) -> bool:
+    """`ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_` + 30 random + 6 checksum; other GitHub forms pass."""
+    if token[:4] in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_") and len(token) == 40:
+        return crc32_suffix(token, 4)
+    return True
+
+
+def luhn(number: str) -> bool:
+    """A payment card number (spaces or dashes between groups) passes the Luhn check."""
+    digits = [int(c) for c in number if c.isdigit()]
+    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+        return False
+    total = 0
+    for position, digit in enumerate(reversed(digits)):
+        if position % 2:
+            digit = digit * 2 - 9 if digit > 4 else digit * 2
+        total += digit
+    return total % 10 == 0
+
+
+_CARD_NETWORKS: tuple[tuple[tuple[int, int], tuple[int, ...]], ...] = (
+    ((4, 4), (13, 16, 19)),  # Visa
+    ((51, 55), (16,)),  # Mastercard
+    ((2221, 2720), (16,)),  # Mastercard's 2-series
+    ((34, 34), (15,)),  # American Express
+    ((37, 37), (15,)),
+    ((6011, 6011), (16, 17, 18, 19)),  # Discover
+    ((644, 649), (16, 17, 18, 19)),
+    ((65, 65), (16, 17, 18, 19)),
+    ((3528, 3589), (16, 17, 18, 19)),  # JCB
+    ((300, 305), (14, 15, 16, 17, 18, 19)),  # Diners Club
+    ((36, 36), (14, 15, 16, 17, 18, 19)),
+    ((38, 39), (16, 17, 18, 19)),
+    ((62, 62), (16, 17, 18, 19)),  # UnionPay
+)
+"""Issuer prefixes (IIN ranges) of the card networks and the lengths each issues."""
+
+
+def payment_card(number: str) -> bool:
+    """A card number of a network's prefix and length (groups separated by spaces or dashes)
+    that passes Luhn."""
+    digits = "".join(c for c in number if c.isdigit())
+    for (low, high), lengths in _CARD_NETWORKS:
+        prefix = int(digits[: len(str(low))])
+        if low <= prefix <= high and len(digits) in lengths:
+            return luhn(digits)
+    return False
+
+
+IBAN_LENGTHS = {
+    **dict.fromkeys(("NO",), 15),
+    **dict.fromkeys(("BE",), 16),
+    **dict.fromkeys(("DK", "FI", "FO", "GL", "NL"), 18),
+    **dict.fromkeys(("MK", "SI"), 19),
+    **dict.fromkeys(("AT", "BA", "EE", "KZ", "LT", "LU", "XK"), 20),
+    **dict.fromkeys(("CH", "HR", "LI", "LV"), 21),
+    **dict.fromkeys(("BG", "BH", "CR", "DE", "GB", "GE", "IE", "ME", "RS"), 22),
+    **dict.fromkeys(("AE", "GI", "IL", "TL"), 23),
+    **dict.fromkeys(("AD", "CZ", "ES", "MD", "PK", "RO", "SA", "SE", "SK", "TN", "VG"), 24),
+    **dict.fromkeys(("PT",), 25),
+    **dict.fromkeys(("IS", "TR"), 26),
+    **dict.fromkeys(("FR", "GR", "IT", "MC", "MR", "SM"), 27),
+    **dict.fromkeys(("AL", "AZ", "CY", "DO", "GT", "HU", "LB", "PL"), 28),
+    **dict.fromkeys(("BR", "EG", "PS", "QA", "UA"), 29),
+    **dict.fromkeys(("JO", "KW", "MU"), 30),
+    **dict.fromkeys(("MT",), 31),
+}
+"""The IBAN length of each country in the SWIFT registry."""
+
+
+def iban(text: str) -> bool:
+    """An IBAN (spaces allowed between groups) of its country's length with mod-97 equal to 1."""
+    compact = text.replace(" ", "").upper()
+    if IBAN_LENGTHS.get(compact[:2]) != len(compact) or not compact.isalnum():
+        return False
+    rearranged = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
+
+
+_SSN_NEVER_ISSUED = ("078-05-1120", "219-09-9999")
+"""Numbers printed in advertisements and void ever since."""
+
+
+def us_ssn(text: str) -> bool:
+    """An SSN the SSA can have issued: area not 000, 666 or 900-999, group not 00, serial not
+    0000, and not one of the numbers voided after appearing in advertisements."""
+    area, group, serial = re.split(r"[- ]", text)
+    if area in ("000", "666") or area[0] == "9" or group == "00" or serial == "0000":
+        return False
+    return text.replace(" ", "-") not in _SSN_NEVER_ISSUED
+
+
+_CALLING_CODES = (
+    "1 7 20 27 30 31 32 33 34 36 39 40 41 43 44 45 46 47 48 49 51 52 53 54 55 56 57 58 60 61 "
+    "62 63 64 65 66 81 82 84 86 90 91 92 93 94 95 98 211 212 213 216 218 220 221 222 223 224 "
+    "225 226 227 228 229 230 231 232 233 234 235 236 237 238 239 240 241 242 243 244 245 246 "
+    "247 248 249 250 251 252 253 254 255 256 257 258 260 261 262 263 264 265 266 267 268 269 "
+    "290 291 297 298 299 350 351 352 353 354 355 356 357 358 359 370 371 372 373 374 375 376 "
+    "377 378 380 381 382 383 385 386 387 389 420 421 423 500 501 502 503 504 505 506 507 508 "
+    "509 590 591 592 593 594 595 596 597 598 599 670 672 673 674 675 676 677 678 679 680 681 "
+    "682 683 685 686 687 688 689 690 691 692 850 852 853 855 856 880 886 960 961 962 963 964 "
+    "965 966 967 968 970 971 972 973 974 975 976 977 992 993 994 995 996 998 "
+)
+CALLING_CODES = frozenset(_CALLING_CODES.split())
+"""ITU-T E.164 country calling codes in service."""
+
+
+def phone(text: str) -> bool:
+    """An E.164 number: `+`, an assigned country code, 8 to 15 digits in all; North American
+    numbers have 11 digits and an area code and exchange that do not start with 0 or 1."""
+    digits = "".join(c for c in text if c.isdigit())
+    if not 8 <= len(digits) <= 15 or _has_run(digits, 6):
+        return False
+    if digits[0] == "1":
+        return len(digits) == 11 and digits[1] not in "01" and digits[4] not in "01"
+    return digits[:2] in CALLING_CODES or digits[:3] in CALLING_CODES
+
+
+def basic_credentials(encoded: str) -> bool:
+    """An HTTP Basic value: base64 of printable `user:password` with a real password."""
+    try:
+        decoded = base64.b64decode(encoded, validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    _, colon, password = decoded.partition(":")
+    return bool(colon and password) and decoded.isprintable() and plausible_password(password)
+
+
+def azure_signature(signature: str) -> bool:
+    """A SAS `sig`: URL-encoded base64 of a 32-byte HMAC-SHA256."""
+    try:
+        return len(base64.b64decode(unquote(signature), validate=True)) == 32
+    except binascii.Error:
+        return False
+
+
+def jwt_header(token: str) -> bool:
+    """A JWT whose first segment decodes to a JSON header naming an `alg`."""
+    header = token.split(".", 1)[0]
+    try:
+        decoded = base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))
+    except binascii.Error:
+        return False
+    return b'"alg"' in decoded and plausible_token(token.rsplit(".", 1)[-1])

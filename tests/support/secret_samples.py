@@ -1,0 +1,653 @@
+"""Secrets and near-misses generated from each family's documented format, never from a rule.
+
+Each family is described here as its provider documents it (prefix, random part's alphabet and
+length, built-in checksum), independently of the detector's patterns: a sample is random text
+of that format, checksum-valid where the provider has a checksum, so a test that runs the rules
+over these holds the rules to the formats, not to themselves. Each sample is then placed as an
+agent sends it (`placed`): a .env line, a YAML and a JSON config file, a shell session
+(`export`, `curl -H`), a JSON tool result.
+
+Near-misses (`near_misses`) are what a rule must not take: a family's format with the random
+part too short, filled with placeholders or carrying a wrong checksum, and text every clean
+corpus has (git hashes, UUIDs, base64 image data, template references).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+import uuid
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from urllib.parse import quote
+
+A62 = string.ascii_letters + string.digits
+B64URL = A62 + "-_"
+HEX = "0123456789abcdef"
+DIGITS = string.digits
+UPPER = string.ascii_uppercase + string.digits
+LOWER = string.ascii_lowercase + string.digits
+LETTERS = string.ascii_letters
+BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+
+
+@dataclass(frozen=True)
+class Random:
+    """A run of `alphabet`, `low` to `high` characters long, as the provider issues it."""
+
+    alphabet: str
+    low: int
+    high: int = 0
+
+    def draw(self, rng: random.Random, length: int | None = None) -> str:
+        size = length if length is not None else rng.randint(self.low, self.high or self.low)
+        return "".join(rng.choice(self.alphabet) for _ in range(size))
+
+
+Part = str | Random
+
+
+def _base62(number: int) -> str:
+    digits = string.digits + string.ascii_uppercase + string.ascii_lowercase
+    out = ""
+    while number:
+        number, digit = divmod(number, 62)
+        out = digits[digit] + out
+    return out.rjust(6, "0")
+
+
+def crc_suffixed(token: str) -> str:
+    """GitHub's token format (npm's too): the random part followed by its CRC32 in base62."""
+    prefix, _, body = token.partition("_")
+    return f"{prefix}_{body}{_base62(zlib.crc32(body.encode()))}"
+
+
+@dataclass(frozen=True)
+class Family:
+    """A token family: its parts in order; `label` names it in config (upper-cased for .env)."""
+
+    kind: str
+    parts: tuple[Part, ...]
+    label: str = ""
+    labelled: bool = False
+    """Found only under a label naming the provider (unprefixed keys)."""
+    finish: Callable[[str], str] | None = None
+    """Completes a drawn token (appends a checksum)."""
+    url: bool = False
+    """The first part is a URL whose host is not secret; the rest of the URL is."""
+
+    @property
+    def env_name(self) -> str:
+        return (self.label or self.kind).upper()
+
+    def draw(self, rng: random.Random, lengths: dict[int, int] | None = None) -> str:
+        lengths = lengths or {}
+        text = "".join(
+            part if isinstance(part, str) else part.draw(rng, lengths.get(index))
+            for index, part in enumerate(self.parts)
+        )
+        return self.finish(text) if self.finish else text
+
+
+def R(alphabet: str, low: int, high: int = 0) -> Random:
+    return Random(alphabet, low, high)
+
+
+def _uuid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+_UUID = R(HEX, 8), "-", R(HEX, 4), "-", R(HEX, 4), "-", R(HEX, 4), "-", R(HEX, 12)
+
+FAMILIES: tuple[Family, ...] = (
+    # ai
+    Family("openai_api_key", ("sk-", R(A62, 20), "T3BlbkFJ", R(A62, 20))),
+    Family("openai_api_key", ("sk-proj-", R(B64URL, 20, 160), "T3BlbkFJ", R(B64URL, 20, 160))),
+    Family("openrouter_api_key", ("sk-or-v1-", R(HEX, 64))),
+    Family("huggingface_token", ("hf_", R(LETTERS, 34)), "hf_token"),
+    Family("huggingface_org_token", ("api_org_", R(LETTERS, 34))),
+    Family("replicate_api_token", ("r8_", R(A62, 37))),
+    Family("groq_api_key", ("gsk_", R(A62, 52))),
+    Family("perplexity_api_key", ("pplx-", R(A62, 48))),
+    Family("xai_api_key", ("xai-", R(A62, 80))),
+    Family("langsmith_api_key", ("lsv2_pt_", R(HEX, 32), "_", R(HEX, 10))),
+    Family("langfuse_secret_key", ("sk-lf-", *_UUID)),
+    Family("elevenlabs_api_key", ("sk_", R(HEX, 48))),
+    Family("cohere_api_key", (R(A62, 40),), "co_api_key", labelled=True),
+    Family("mistral_api_key", (R(A62, 32),), "mistral_api_key", labelled=True),
+    Family("wandb_api_key", (R(HEX, 40),), "wandb_api_key", labelled=True),
+    # vcs
+    Family("gitlab_personal_access_token", ("glpat-", R(B64URL, 20))),
+    Family("gitlab_deploy_token", ("gldt-", R(B64URL, 20))),
+    Family("gitlab_pipeline_trigger_token", ("glptt-", R(HEX, 40))),
+    Family("gitlab_runner_token", ("glrt-", R(B64URL, 20))),
+    Family("gitlab_runner_registration_token", ("GR1348941", R(B64URL, 20))),
+    Family("gitlab_oauth_app_secret", ("gloas-", R(HEX, 64))),
+    Family("gitlab_ci_job_token", ("glcbt-", R(B64URL, 20, 40))),
+    Family("gitlab_incoming_email_token", ("glimt-", R(B64URL, 25))),
+    Family("gitlab_feed_token", ("glft-", R(B64URL, 20))),
+    Family("gitlab_scim_token", ("glsoat-", R(B64URL, 20))),
+    Family("gitlab_feature_flags_token", ("glffct-", R(B64URL, 20))),
+    Family("gitlab_agent_token", ("glagent-", R(B64URL, 50))),
+    Family("atlassian_api_token", ("ATATT3", R(B64URL + "=", 186))),
+    Family("bitbucket_app_password", ("ATBB", R(A62, 32))),
+    # cloud
+    Family("google_api_key", ("AIza", R(B64URL, 35))),
+    Family("google_oauth_client_secret", ("GOCSPX-", R(B64URL, 28))),
+    Family("google_oauth_access_token", ("ya29.", R(B64URL, 30, 400))),
+    Family("azure_ad_client_secret", (R(A62, 3), R(DIGITS, 1), "Q~", R(A62 + "_~.-", 31, 34))),
+    Family("azure_devops_pat", (R(A62, 52), "JQQJ99", R(A62, 18), "AZDO", R(A62, 4))),
+    Family("digitalocean_personal_access_token", ("dop_v1_", R(HEX, 64))),
+    Family("digitalocean_oauth_token", ("doo_v1_", R(HEX, 64))),
+    Family("digitalocean_refresh_token", ("dor_v1_", R(HEX, 64))),
+    Family("alibaba_access_key_id", ("LTAI", R(A62, 12, 20))),
+    Family("tencent_cloud_secret_id", ("AKID", R(A62, 32))),
+    Family("heroku_api_key", ("HRKU-AA", R(B64URL, 58))),
+    Family("cloudflare_origin_ca_key", ("v1.0-", R(HEX, 24), "-", R(HEX, 146))),
+    Family("cloudflare_api_token", (R(B64URL, 40),), "cloudflare_api_token", labelled=True),
+    Family("flyio_access_token", ("fo1_", R(B64URL, 43))),
+    Family("netlify_access_token", ("nfp_", R(A62, 36))),
+    Family("openshift_user_token", ("sha256~", R(B64URL, 43))),
+    Family("vault_token", ("hvs.", R(B64URL, 90, 100))),
+    Family("vault_batch_token", ("hvb.", R(B64URL, 138, 200))),
+    Family("terraform_cloud_token", (R(A62, 14), ".atlasv1.", R(B64URL, 60, 70))),
+    Family("pulumi_access_token", ("pul-", R(HEX, 40))),
+    Family("doppler_token", ("dp.pt.", R(A62, 40, 44))),
+    Family("doppler_token", ("dp.st.", R(A62, 40, 44))),
+    Family("aws_session_token", ("FwoGZXIvYXdzE", R(A62 + "/+", 300)), labelled=True),
+    Family("amazon_mws_auth_token", ("amzn.mws.", *_UUID)),
+    # messaging
+    Family("slack_bot_token", ("xoxb-", R(DIGITS, 12), "-", R(DIGITS, 13), "-", R(A62, 24))),
+    Family(
+        "slack_user_token",
+        ("xoxp-", R(DIGITS, 12), "-", R(DIGITS, 12), "-", R(DIGITS, 13), "-", R(HEX, 32)),
+    ),
+    Family("slack_app_token", ("xapp-1-", R(UPPER, 11), "-", R(DIGITS, 13), "-", R(HEX, 64))),
+    Family("slack_config_token", ("xoxe.xoxp-1-", R(A62, 160, 170))),
+    Family("slack_refresh_token", ("xoxe-1-", R(A62, 140, 150))),
+    Family("slack_legacy_token", ("xoxs-", R(DIGITS, 12), "-", R(A62, 20, 80))),
+    Family(
+        "slack_session_token",
+        ("xoxc-", R(DIGITS, 12), "-", R(DIGITS, 12), "-", R(DIGITS, 13), "-", R(HEX, 64)),
+    ),
+    Family(
+        "slack_webhook_url",
+        (
+            "https://hooks.slack.com/services/",
+            "T",
+            R(UPPER, 10),
+            "/B",
+            R(UPPER, 10),
+            "/",
+            R(A62, 24),
+        ),
+        url=True,
+    ),
+    Family(
+        "microsoft_teams_webhook_url",
+        (
+            "https://contoso.webhook.office.com/webhookb2/",
+            *_UUID,
+            "@",
+            *_UUID,
+            "/IncomingWebhook/",
+            R(HEX, 32),
+            "/",
+            *_UUID,
+        ),
+        url=True,
+    ),
+    Family(
+        "discord_webhook_url",
+        ("https://discord.com/api/webhooks/", R(DIGITS, 19), "/", R(B64URL, 60, 68)),
+        url=True,
+    ),
+    Family("discord_bot_token", ("M", R(A62, 23, 25), ".", R(B64URL, 6), ".", R(B64URL, 27, 38))),
+    Family("telegram_bot_token", (R(DIGITS, 10), ":AA", R(B64URL, 33))),
+    Family("twilio_api_key", ("SK", R(HEX, 32))),
+    Family("twilio_auth_token", (R(HEX, 32),), "twilio_auth_token", labelled=True),
+    Family("sendgrid_api_key", ("SG.", R(B64URL, 22), ".", R(B64URL, 43))),
+    Family("mailgun_api_key", ("key-", R(HEX, 32))),
+    Family("mailchimp_api_key", (R(HEX, 32), "-us", R(DIGITS, 2))),
+    Family("brevo_api_key", ("xkeysib-", R(HEX, 64), "-", R(A62, 16))),
+    # payments
+    Family("stripe_secret_key", ("sk_live_", R(A62, 24, 99))),
+    Family("stripe_secret_key", ("sk_test_", R(A62, 24))),
+    Family("stripe_restricted_key", ("rk_live_", R(A62, 24, 99))),
+    Family("stripe_webhook_secret", ("whsec_", R(A62, 32))),
+    Family("square_access_token", ("EAAA", R(B64URL, 60))),
+    Family("square_oauth_secret", ("sq0csp-", R(B64URL, 43))),
+    Family(
+        "braintree_access_token",
+        ("access_token$production$", R(LOWER, 16), "$", R(HEX, 32)),
+    ),
+    Family("shopify_access_token", ("shpat_", R(HEX, 32))),
+    Family("shopify_custom_app_token", ("shpca_", R(HEX, 32))),
+    Family("shopify_private_app_token", ("shppa_", R(HEX, 32))),
+    Family("shopify_shared_secret", ("shpss_", R(HEX, 32))),
+    Family("plaid_access_token", ("access-production-", *_UUID)),
+    Family("flutterwave_secret_key", ("FLWSECK-", R(HEX, 32), "-X")),
+    Family("easypost_api_key", ("EZAK", R(A62, 54))),
+    Family("shippo_api_token", ("shippo_live_", R(HEX, 40))),
+    Family("duffel_api_token", ("duffel_live_", R(B64URL, 43))),
+    # devtools
+    Family("npm_access_token", ("npm_", R(A62, 30)), finish=crc_suffixed),
+    Family("pypi_api_token", ("pypi-AgEIcHlwaS5vcmc", R(B64URL, 70, 200))),
+    Family("pypi_test_api_token", ("pypi-AgENdGVzdC5weXBpLm9yZw", R(B64URL, 70, 200))),
+    Family("rubygems_api_key", ("rubygems_", R(HEX, 48))),
+    Family("clojars_api_token", ("CLOJARS_", R(LOWER, 60))),
+    Family("nuget_api_key", ("oy2", R(LOWER, 43))),
+    Family("docker_hub_token", ("dckr_pat_", R(B64URL, 27))),
+    Family("jfrog_api_key", ("AKCp", R(A62, 69))),
+    Family("jfrog_reference_token", ("cmVmdGtuOjAxOj", R(A62, 50))),
+    Family("postman_api_key", ("PMAK-", R(HEX, 24), "-", R(HEX, 34))),
+    Family("sonarqube_token", ("squ_", R(HEX, 40))),
+    Family("circleci_personal_token", ("CCIPAT_", R(A62, 22), "_", R(HEX, 40))),
+    Family("buildkite_api_token", ("bkua_", R(HEX, 40))),
+    Family("prefect_api_key", ("pnu_", R(A62, 36))),
+    Family("readme_api_key", ("rdme_", R(LOWER, 70))),
+    Family("launchdarkly_access_token", ("api-", *_UUID)),
+    Family("linear_api_key", ("lin_api_", R(A62, 40))),
+    Family("airtable_personal_access_token", ("pat", R(A62, 14), ".", R(HEX, 64))),
+    Family("typeform_api_token", ("tfp_", R(B64URL, 59))),
+    Family("figma_access_token", ("figd_", R(B64URL, 40))),
+    Family("contentful_access_token", ("CFPAT-", R(B64URL, 43))),
+    Family("hubspot_private_app_token", ("pat-na1-", *_UUID)),
+    Family("notion_integration_token", ("ntn_", R(DIGITS, 11), R(A62, 35))),
+    Family(
+        "asana_personal_access_token", ("2/", R(DIGITS, 16), "/", R(DIGITS, 16), ":", R(HEX, 32))
+    ),
+    Family("mapbox_secret_token", ("sk.eyJ1Ijoi", R(B64URL, 50, 90), ".", R(B64URL, 22))),
+    Family("onepassword_service_account_token", ("ops_eyJ", R(A62 + "+/", 250, 1200))),
+    Family(
+        "onepassword_secret_key",
+        (
+            "A3-",
+            R(UPPER, 6),
+            "-",
+            R(UPPER, 11),
+            "-",
+            R(UPPER, 5),
+            "-",
+            R(UPPER, 5),
+            "-",
+            R(UPPER, 5),
+        ),
+    ),
+    Family("databricks_token", ("dapi", R(HEX, 32))),
+    Family("okta_api_token", ("00", R(B64URL, 40)), "okta_api_token", labelled=True),
+    Family("dynatrace_api_token", ("dt0c01.", R(UPPER, 24), ".", R(UPPER, 64))),
+    Family("newrelic_user_api_key", ("NRAK-", R(UPPER, 27))),
+    Family("newrelic_insert_key", ("NRII-", R(B64URL, 32))),
+    Family("datadog_api_key", (R(HEX, 32),), "dd_api_key", labelled=True),
+    Family("grafana_cloud_api_token", ("glc_", R(A62, 32, 400))),
+    Family("grafana_service_account_token", ("glsa_", R(A62, 32), "_", R(HEX, 8))),
+    Family("sentry_org_token", ("sntrys_eyJ", R(A62, 60, 400))),
+    Family("sentry_user_token", ("sntryu_", R(HEX, 64))),
+    # databases
+    Family("planetscale_token", ("pscale_tkn_", R(B64URL, 43))),
+    Family("planetscale_password", ("pscale_pw_", R(B64URL, 43))),
+    Family("planetscale_oauth_token", ("pscale_oauth_", R(B64URL, 32, 64))),
+    Family("supabase_access_token", ("sbp_", R(HEX, 40))),
+    Family("supabase_secret_key", ("sb_secret_", R(B64URL, 31))),
+    Family("clickhouse_cloud_api_secret", ("4b1d", R(A62, 38))),
+    # keys
+    Family("age_secret_key", ("AGE-SECRET-KEY-1", R(BECH32, 58))),
+    # core kinds (their rules live in rules/core.py)
+    Family("anthropic_api_key", ("sk-ant-api03-", R(B64URL, 93), "AA")),
+    Family("aws_access_key_id", ("AKIA", R(UPPER, 16))),
+    Family("aws_secret_access_key", (R(A62 + "/+", 40),), "aws_secret_access_key", labelled=True),
+    Family("github_token", ("ghp_", R(A62, 30)), finish=crc_suffixed),
+    Family("github_token", ("github_pat_", R(A62, 22), "_", R(A62, 59))),
+)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Text a rule of `kind` must find, and the `secrets` in it each finding must cover."""
+
+    kind: str
+    context: str
+    text: str
+    secrets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Value:
+    """A credential as written in a file (`value`) and the part of it that is secret."""
+
+    kind: str
+    value: str
+    secret: str
+    label: str
+    labelled: bool = True
+    document: bool = False
+    more: tuple[str, ...] = ()
+    """Further secrets in the same value (a Kubernetes Secret's every entry)."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self.secret, *self.more)
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _luhn_complete(partial: str) -> str:
+    total = 0
+    for position, char in enumerate(reversed(partial)):
+        digit = int(char)
+        if position % 2 == 0:
+            digit *= 2
+            digit -= 9 if digit > 9 else 0
+        total += digit
+    return partial + str((10 - total % 10) % 10)
+
+
+def _iban(country: str, bban: str) -> str:
+    numeric = "".join(str(int(c, 36)) for c in bban + country + "00")
+    return f"{country}{98 - int(numeric) % 97:02d}{bban}"
+
+
+def _password(rng: random.Random, length: int) -> str:
+    """A generated password: letters, digits and the punctuation password managers use."""
+    pool = A62 + "!#%*+-_.@"
+    return (
+        rng.choice(LETTERS)
+        + rng.choice(DIGITS)
+        + "".join(rng.choice(pool) for _ in range(length - 2))
+    )
+
+
+def _kubernetes(rng: random.Random, kubectl_order: bool) -> Value:
+    values = [base64.b64encode(Random(A62, 16, 24).draw(rng).encode()).decode() for _ in range(2)]
+    data = f"data:\n  password: {values[0]}\n  api-token: {values[1]}\n"
+    head = "apiVersion: v1\n"
+    tail = "metadata:\n  name: billing-db\n  namespace: prod\ntype: Opaque\n"
+    doc = (
+        f"{head}{data}kind: Secret\n{tail}"
+        if kubectl_order
+        else f"{head}kind: Secret\n{tail}{data}"
+    )
+    return Value("kubernetes_secret", doc, values[0], "", document=True, more=(values[1],))
+
+
+def _putty(rng: random.Random) -> Value:
+    private = "\n".join(Random(A62 + "+/", 64).draw(rng) for _ in range(14))
+    doc = (
+        "PuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: deploy@ci\n"
+        f"Public-Lines: 2\n{Random(A62, 64).draw(rng)}\n{Random(A62, 40).draw(rng)}\n"
+        f"Private-Lines: 14\n{private}\nPrivate-MAC: {Random(HEX, 64).draw(rng)}\n"
+    )
+    return Value("putty_private_key", doc, private.split("\n")[0], "", document=True)
+
+
+def _service_account(rng: random.Random) -> Value:
+    key_id = Random(HEX, 40).draw(rng)
+    doc = json.dumps(
+        {
+            "type": "service_account",
+            "project_id": "billing-prod",
+            "private_key_id": key_id,
+            "client_id": Random(DIGITS, 21).draw(rng),
+            "token_uri": "https://oauth2.googleapis.com/token",
+        },
+        indent=2,
+    )
+    return Value("gcp_service_account_key", doc, key_id, "", document=True)
+
+
+def _specials(rng: random.Random) -> Iterator[Value]:
+    """Families whose secret sits inside a larger value or document."""
+    header = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    claims = _b64url(json.dumps({"sub": _uuid(rng), "iat": rng.randint(10**9, 2 * 10**9)}).encode())
+    jwt = f"{header}.{claims}.{_b64url(rng.randbytes(32))}"
+    yield Value("jwt", jwt, jwt, "session_jwt", labelled=False)
+    sig = quote(base64.b64encode(rng.randbytes(32)).decode(), safe="")
+    sas = f"https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&se=2030-01-01&sig={sig}"
+    yield Value("azure_sas_token", sas, sig, "blob_url")
+    account_key = base64.b64encode(rng.randbytes(64)).decode()
+    yield Value(
+        "azure_storage_account_key",
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={account_key};EndpointSuffix=core.windows.net",
+        account_key,
+        "storage_connection_string",
+    )
+    shared = base64.b64encode(rng.randbytes(32)).decode()
+    yield Value(
+        "azure_shared_access_key",
+        f"Endpoint=sb://bus.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={shared}",
+        shared,
+        "servicebus_connection",
+    )
+    password = _password(rng, 20)
+    yield Value("generic_password", password, password, "db_password")
+    client_secret = Random(A62, 32).draw(rng)
+    yield Value("generic_secret", client_secret, client_secret, "oauth_client_secret")
+    url_password = quote(_password(rng, 18), safe="-_.~")  # RFC 3986 userinfo
+    yield Value(
+        "url_password",
+        f"postgres://app_user:{url_password}@db.internal:5432/billing",
+        url_password,
+        "database_url",
+    )
+    curl_password = _password(rng, 16).replace("@", "!")
+    yield Value(
+        "curl_basic_auth",
+        f"curl -sS -u deploy:{curl_password} https://ci.internal/api/builds",
+        curl_password,
+        "deploy_command",
+    )
+    basic = base64.b64encode(f"svc-billing:{_password(rng, 18)}".encode()).decode()
+    yield Value("basic_auth_header", f"Basic {basic}", basic, "authorization")
+    yield _kubernetes(rng, kubectl_order=False)
+    yield _kubernetes(rng, kubectl_order=True)
+    yield _putty(rng)
+    yield _service_account(rng)
+    for title in ("RSA PRIVATE KEY", "OPENSSH PRIVATE KEY", "PGP PRIVATE KEY BLOCK"):
+        body = "\n".join(Random(A62 + "+/", 64).draw(rng) for _ in range(6))
+        pem = f"-----BEGIN {title}-----\n{body}\n-----END {title}-----\n"
+        yield Value("private_key", pem, body.split("\n")[0], "", document=True)
+    bearer = Random(A62, 40).draw(rng) + "1"
+    yield Value("bearer_token", f"Bearer {bearer}", bearer, "authorization")
+    mailbox = ".".join(Random(string.ascii_lowercase, 5).draw(rng) for _ in range(2))
+    yield Value(
+        "email", f"{mailbox}@corp-mail.net", f"{mailbox}@corp-mail.net", "contact", labelled=False
+    )
+    yield from _pii(rng)
+
+
+def _pii(rng: random.Random) -> Iterator[Value]:
+    visa = _luhn_complete("4" + Random(DIGITS, 14).draw(rng))
+    yield Value("payment_card", visa, visa, "card_number", labelled=False)
+    mastercard = _luhn_complete("5" + rng.choice("12345") + Random(DIGITS, 13).draw(rng))
+    grouped = " ".join(mastercard[i : i + 4] for i in range(0, 16, 4))
+    yield Value("payment_card", grouped, grouped, "card_number", labelled=False)
+    amex = _luhn_complete("37" + Random(DIGITS, 12).draw(rng))
+    yield Value(
+        "payment_card",
+        f"{amex[:4]}-{amex[4:10]}-{amex[10:]}",
+        f"{amex[:4]}-{amex[4:10]}-{amex[10:]}",
+        "card_number",
+        labelled=False,
+    )
+    german = _iban("DE", Random(DIGITS, 18).draw(rng))
+    yield Value("iban", german, german, "iban", labelled=False)
+    british = _iban(
+        "GB", Random(string.ascii_uppercase, 4).draw(rng) + Random(DIGITS, 14).draw(rng)
+    )
+    spaced = " ".join(british[i : i + 4] for i in range(0, len(british), 4))
+    yield Value("iban", spaced, spaced, "iban", labelled=False)
+    area = rng.choice([a for a in range(1, 900) if a != 666])
+    ssn = f"{area:03d}-{rng.randint(1, 99):02d}-{rng.randint(1, 9999):04d}"
+    yield Value("us_ssn", ssn, ssn, "ssn", labelled=False)
+    area_code, exchange = rng.randint(200, 999), rng.randint(200, 999)
+    nanp = f"+1{area_code}{exchange}{Random(DIGITS, 4).draw(rng)}"
+    yield Value("phone", nanp, nanp, "phone", labelled=False)
+    london = f"+44 20 7946 {Random(DIGITS, 4).draw(rng)}"
+    yield Value("phone", london, london, "phone", labelled=False)
+
+
+def values(seed: int = 0) -> list[Value]:
+    """One credential of every family (two or three where a family has several forms)."""
+    rng = random.Random(seed)
+    drawn = [
+        Value(
+            f.kind,
+            token,
+            token[len(str(f.parts[0])) :] if f.url else token,
+            f.label or f.kind,
+            labelled=f.labelled,
+        )
+        for f in FAMILIES
+        for token in [f.draw(rng)]
+    ]
+    return drawn + list(_specials(rng))
+
+
+def placed(value: Value) -> list[Sample]:
+    """The value as an agent sends it: .env, YAML, JSON config, shell session, JSON tool result."""
+    secrets = value.secrets
+    if value.document:
+        return [
+            Sample(value.kind, "file", value.value, secrets),
+            Sample(value.kind, "shell", f"$ cat secret.yaml\n{value.value}$ echo done\n", secrets),
+            Sample(value.kind, "tool_result", f"Read 1 file.\n\n{value.value}\n", secrets),
+        ]
+    env, key, v = value.label.upper(), value.label.lower(), value.value
+    shell = f"$ export {env}='{v}'\n$ ./deploy.sh --check\n"
+    if not value.labelled:
+        shell += f'$ curl -sS -H "X-Credential: {v}" https://api.internal.test/v1/items\n'
+    return [
+        Sample(
+            value.kind,
+            "env",
+            f"# service settings\nAPP_ENV=production\n{env}={v}\nLOG_LEVEL=info\n",
+            secrets,
+        ),
+        Sample(
+            value.kind,
+            "yaml",
+            f'service:\n  name: billing\n  {key}: "{v}"\n  port: 8080\n',
+            secrets,
+        ),
+        Sample(
+            value.kind,
+            "json",
+            json.dumps({"service": "billing", key: v, "port": 8080}, indent=2),
+            secrets,
+        ),
+        Sample(value.kind, "shell", shell, secrets),
+        Sample(
+            value.kind,
+            "tool_result",
+            json.dumps({"ok": True, "result": {"settings": {key: v}, "count": 3}}),
+            secrets,
+        ),
+    ]
+
+
+def true_positives(seed: int = 0) -> list[Sample]:
+    return [sample for value in values(seed) for sample in placed(value)]
+
+
+# Near-misses ------------------------------------------------------------------------------------
+
+
+def _neutral(text: str) -> list[str]:
+    """Places that name no credential: a commit message, a JSON id, a YAML reference."""
+    return [
+        f"commit {text} fixed the parser\n",
+        json.dumps({"id": text, "state": "merged"}),
+        f"ref: {text}\n",
+    ]
+
+
+def _labelled(label: str, text: str) -> list[str]:
+    return [
+        f"{label.upper()}={text}\n",
+        f'{label.lower()}: "{text}"\n',
+        json.dumps({label.lower(): text}),
+    ]
+
+
+def _longest_random(family: Family) -> int:
+    """The index of the family's longest random part (the last of equals)."""
+    runs = [(p.high or p.low, i) for i, p in enumerate(family.parts) if isinstance(p, Random)]
+    return max(runs)[1]
+
+
+def family_near_misses(family: Family, rng: random.Random) -> Iterator[str]:
+    """The family's format too short, filled with placeholders, or with a wrong checksum."""
+    longest = _longest_random(family)
+    part = family.parts[longest]
+    assert isinstance(part, Random)
+    if not family.labelled:
+        yield from _neutral(family.draw(rng, {longest: part.low - 1}))
+    placeholder = "".join(p if isinstance(p, str) else "x" * p.low for p in family.parts)
+    example = "".join(
+        p if isinstance(p, str) else ("EXAMPLE" * p.low)[: p.low] for p in family.parts
+    )
+    yield from _labelled(family.env_name, placeholder)
+    yield from _labelled(family.env_name, example)
+    if family.finish:
+        good = family.draw(rng)
+        wrong = good[:-1] + ("A" if good[-1] != "A" else "B")
+        yield from _neutral(wrong)
+
+
+def _png_base64(rng: random.Random, size: int) -> str:
+    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + rng.randbytes(size)).decode()
+
+
+TEMPLATE_REFERENCES = (
+    "${API_TOKEN}",
+    "{{ secrets.API_TOKEN }}",
+    "{{ .Values.apiToken }}",
+    "<your-api-key>",
+    "os.environ['API_TOKEN']",
+    "process.env.API_TOKEN",
+    "changeme",
+    "********************",
+    "xxxxxxxxxxxxxxxxxxxxxxxx",
+    "YOUR_API_KEY_HERE",
+    "your-secret-here",
+    "EXAMPLEKEY1234567890",
+    "None",
+    "self.password",
+    "get_secret_value()",
+    "/run/secrets/db_password",
+    "https://vault.internal/v1/secret/data/app",
+)
+
+
+def corpus_near_misses(rng: random.Random) -> Iterator[str]:
+    """Text every clean corpus holds: hashes, UUIDs, image data, references to secrets."""
+    for _ in range(5):
+        yield from _neutral(f"{rng.getrandbits(160):040x}")
+        yield from _neutral(_uuid(rng))
+    yield json.dumps(
+        {"type": "image", "source": {"type": "base64", "data": _png_base64(rng, 3000)}}
+    )
+    yield f"![chart](data:image/png;base64,{_png_base64(rng, 2000)})"
+    for label in ("api_token", "db_password", "client_secret", "API_KEY", "aws_session_token"):
+        for reference in TEMPLATE_REFERENCES:
+            yield from _labelled(label, reference)
+    yield "curl -u $USER:$PASSWORD https://ci.internal/api\n"
+    yield "curl -u admin:<password> https://ci.internal/api\n"
+    yield "postgres://user:password@localhost:5432/db\n"
+    yield "redis://:${REDIS_PASSWORD}@cache:6379/0\n"
+    yield "Authorization: Basic authentication is not supported\n"
+    yield "phone: +1 (555) 0100, ssn: 000-12-3456, card: 4111 1111 1111 1112\n"
+    yield "version 1234-5678-9012-3456 and build 2024-01-1234\n"
+    yield "ctx.quantize(Decimal('+35236450.6'), rounding=ROUND_UP)\n"
+
+
+def false_positives(seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    texts = [text for family in FAMILIES for text in family_near_misses(family, rng)]
+    return texts + list(corpus_near_misses(rng))
