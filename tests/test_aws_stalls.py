@@ -28,7 +28,7 @@ PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 REWRITTEN = "claude-model-from-ssm"
 CHAIN = policy_chain(("rewrite_model", {"map": {MODEL: REWRITTEN}}))
 GATEWAY_KEY = "gk-stall-test-0123456789"
-GET_PARAMETER = "AmazonSSM.GetParameter"
+GET_PARAMETERS = "AmazonSSM.GetParameters"
 # What a call through a healthy gateway may take on a busy machine, on top of
 # the bound under test.
 SLACK = 1.0
@@ -75,7 +75,7 @@ def test_stalled_ssm_and_secrets_manager_never_hold_a_call_once_values_loaded(
     # request per value is botocore's second attempt of that one read).
     assert 3 <= len(stalled) <= 3 * TOTAL_ATTEMPTS
     assert sorted({call.operation for call in stalled}) == [
-        GET_PARAMETER,
+        GET_PARAMETERS,
         "secretsmanager.GetSecretValue",
     ]
     # Every call was served with the values read before the stall.
@@ -106,4 +106,4 @@ def test_a_first_read_from_a_stalled_ssm_gives_up_within_the_bound_and_fails_clo
     assert upstream.requests == []
     # The read gave up within its deadline, after exactly the attempts the docs state.
     assert answered - proxy.calls[0].received < READ_DEADLINE_SECONDS + SLACK
-    assert proxy.operations == [GET_PARAMETER] * TOTAL_ATTEMPTS
+    assert proxy.operations == [GET_PARAMETERS] * TOTAL_ATTEMPTS

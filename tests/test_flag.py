@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 from policy_gateway.fallback.flag import FallbackFlag, parse_flag
+from policy_gateway.parameter_batch import ParameterBatch
+from policy_gateway.parameters import VersionedParameter
 
 from .support.clock import ManualClock
 
@@ -29,23 +32,35 @@ def test_parse_rejects_everything_else(raw: str) -> None:
 
 
 class Reader:
-    """Stands in for the SSM read; records which thread it ran on and how often."""
+    """Stands in for the GetParameters call; records which thread it ran on and how often.
 
-    def __init__(self, *values: str | Exception) -> None:
+    Each value is what one read answers for the flag: its text, None for a missing
+    parameter, or the error the whole read raises.
+    """
+
+    def __init__(self, *values: str | Exception | None) -> None:
         self.values = list(values)
         self.threads: list[threading.Thread] = []
 
-    def __call__(self, name: str) -> str:
+    def __call__(self, names: Sequence[str]) -> dict[str, VersionedParameter]:
         self.threads.append(threading.current_thread())
         value = self.values.pop(0) if len(self.values) > 1 else self.values[0]
         if isinstance(value, Exception):
             raise value
-        return value
+        return {} if value is None else {"/p": VersionedParameter(value, 1, 0.0)}
+
+
+def flag_reading(
+    reader: Callable[[Sequence[str]], dict[str, VersionedParameter]],
+    ttl: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> FallbackFlag:
+    return FallbackFlag("/p", ParameterBatch(ttl, clock, reader))
 
 
 def test_reads_run_off_the_event_loop_thread() -> None:
     reader = Reader("true")
-    flag = FallbackFlag("/p", ttl=10, reader=reader)
+    flag = flag_reading(reader, 10)
 
     async def check() -> tuple[bool, threading.Thread]:
         return await flag.enabled(), threading.current_thread()
@@ -59,7 +74,7 @@ def test_reads_run_off_the_event_loop_thread() -> None:
 def test_value_is_cached_for_the_ttl_and_a_change_is_seen_right_after() -> None:
     reader = Reader("false", "true")
     clock = ManualClock()
-    flag = FallbackFlag("/p", ttl=0.3, reader=reader, clock=clock)
+    flag = flag_reading(reader, 0.3, clock)
 
     async def run() -> list[bool]:
         seen = [await flag.enabled() for _ in range(5)]
@@ -78,7 +93,7 @@ def test_errors_mean_off_with_one_warning_and_one_read_per_ttl(
 ) -> None:
     reader = Reader(RuntimeError("SSM is down"))
     clock = ManualClock()
-    flag = FallbackFlag("/p", ttl=0.3, reader=reader, clock=clock)
+    flag = flag_reading(reader, 0.3, clock)
 
     async def run() -> list[bool]:
         seen = [await flag.enabled() for _ in range(10)]
@@ -97,15 +112,42 @@ def test_errors_mean_off_with_one_warning_and_one_read_per_ttl(
 def test_concurrent_calls_after_expiry_share_one_read() -> None:
     calls: list[float] = []
 
-    def slow_reader(name: str) -> str:
+    def slow_reader(names: Sequence[str]) -> dict[str, VersionedParameter]:
         calls.append(time.monotonic())
         time.sleep(0.1)
-        return "true"
+        return {"/p": VersionedParameter("true", 1, 0.0)}
 
-    flag = FallbackFlag("/p", ttl=10, reader=slow_reader)
+    flag = flag_reading(slow_reader, 10)
 
     async def run() -> list[Any]:
         return list(await asyncio.gather(*(flag.enabled() for _ in range(20))))
 
     assert asyncio.run(run()) == [True] * 20
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "warning"),
+    [(None, "fallback flag missing"), ("yes", "fallback flag has an invalid value")],
+    ids=["missing", "invalid"],
+)
+def test_an_unusable_answer_means_off_with_one_warning_and_one_read_per_ttl(
+    caplog: pytest.LogCaptureFixture, answer: str | None, warning: str
+) -> None:
+    # SSM answered: held for the TTL like any answer (not retried after a back-off).
+    reader = Reader(answer)
+    clock = ManualClock()
+    flag = flag_reading(reader, 30, clock)
+
+    async def run() -> list[bool]:
+        seen = []
+        for _ in range(10):
+            seen.append(await flag.enabled())
+            clock.advance(2.0)
+        return seen
+
+    assert asyncio.run(run()) == [False] * 10
+    assert len(reader.threads) == 1
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith(warning)] == [
+        f"{warning}; treating it as off"
+    ]

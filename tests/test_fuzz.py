@@ -20,6 +20,7 @@ from policy_gateway.auth.authenticator import PassthroughAuth
 from policy_gateway.fallback.budget import from_settings
 from policy_gateway.fallback.flag import FallbackFlag
 from policy_gateway.fallback.send import Fallback
+from policy_gateway.parameter_batch import ParameterBatch
 from policy_gateway.policy_source import PolicySource
 from policy_gateway.routes.endpoint import Gateway
 from policy_gateway.routes.messages import MessagesEndpoint
@@ -250,9 +251,10 @@ def _relay(chain: str | None, chunks: list[bytes]) -> httpx2.Response:
         config=config,
         upstream=UpstreamClient(config, transport=httpx2.MockTransport(upstream)),
         fallback=Fallback(
-            FallbackFlag("unused", 30, reader=lambda name: "false"), from_settings(config)
+            FallbackFlag("unused", ParameterBatch(30, read=lambda names: {})),
+            from_settings(config),
         ),
-        policies=PolicySource(chain, None, 30),
+        policies=PolicySource(chain, None),
         auth=PassthroughAuth(),
         upstream_key=None,
     )

@@ -44,6 +44,7 @@ SHARED: dict[str, frozenset[str]] = {
             "lambda_context",
             "names",
             "offload",
+            "parameter_batch",
             "parameters",
             "policy_source",
             "settings",

@@ -19,8 +19,11 @@ from policy_gateway.parameters import (
     CONNECT_TIMEOUT_SECONDS,
     READ_DEADLINE_SECONDS,
     READ_TIMEOUT_SECONDS,
+    REFRESH_AHEAD_EARLIEST,
+    REFRESH_AHEAD_LATEST,
     REFRESH_WAIT_SECONDS,
     RETRY_FIRST_SECONDS,
+    RETRY_JITTER_LOWEST,
     RETRY_MAX_SECONDS,
     TOTAL_ATTEMPTS,
     TTLCache,
@@ -35,6 +38,11 @@ TTL = 30.0
 # Generous for a worker thread to answer an event on a busy machine, and still
 # far below the deadline a stalled read would run into.
 PROMPT = 2.0
+
+
+def latest(low: float, high: float) -> float:
+    """A TTLCache's `draw` without jitter: each point at the end of its range."""
+    return high
 
 
 @dataclass
@@ -52,6 +60,7 @@ class Source:
     value: object = 1
     error: Exception | None = None
     reads: int = 0
+    answered: int = 0
     _open: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
@@ -66,6 +75,7 @@ class Source:
     def __call__(self) -> object:
         self.reads += 1
         self._open.wait()
+        self.answered += 1
         if self.error is not None:
             raise self.error
         return self.value
@@ -125,23 +135,100 @@ def test_the_config_makes_two_attempts_in_all_within_short_timeouts() -> None:
     )
 
 
-def test_a_value_is_read_once_per_ttl(source: Source) -> None:
+def test_a_value_is_read_once_until_its_refresh_ahead_point(source: Source) -> None:
     clock = Clock()
-    cache: TTLCache[object] = TTLCache(source, TTL, Errors(), clock)
+    cache: TTLCache[object] = TTLCache(source, TTL, Errors(), clock, draw=latest)
 
     async def run() -> None:
         assert [await cache.get() for _ in range(5)] == [1] * 5
         assert source.reads == 1
-        clock.now += TTL - 0.001
+        clock.now += TTL * REFRESH_AHEAD_LATEST - 0.001
         source.value = 2
         assert await cache.get() == 1
         assert source.reads == 1
-        clock.now += 0.001
-        # A healthy source answers within the refresh wait: the change is seen at once.
+        clock.now += TTL * (1 - REFRESH_AHEAD_LATEST) + 0.001
+        # Nobody called between the refresh-ahead point and the TTL: a healthy
+        # source answers within the refresh wait, so the change is seen at once.
         assert await cache.get() == 2
         assert source.reads == 2
 
     anyio.run(run)
+
+
+def test_under_traffic_a_slow_read_ends_before_the_ttl_so_the_change_is_in_force_at_once(
+    source: Source,
+) -> None:
+    """Issue 34: a read slower than the refresh wait used to leave the old value serving past
+    the TTL; started ahead of expiry, it has landed by then. `wait=0`: a call never waits."""
+    clock = Clock()
+    cache: TTLCache[object] = TTLCache(source, TTL, Errors(), clock, wait=0, draw=latest)
+
+    async def run() -> None:
+        assert await cache.get() == 1
+        loaded = clock.now
+        clock.now += 1.0
+        source.value = 2  # the change, 1 s after the load
+        changed = clock.now
+        clock.now = loaded + TTL * REFRESH_AHEAD_LATEST
+        source.stall()  # a read that takes seconds of the clock
+        assert await cache.get() == 1  # the re-read starts, the held value serves
+        await until(lambda: source.reads == 2)
+        clock.now += 2.0
+        assert await cache.get() == 1  # still reading: still the held value, no second read
+        source.answer()
+        await fresh(cache, 2)
+        clock.now = changed + TTL + 1.0
+        assert await cache.get() == 2
+        assert source.reads == 2
+
+    anyio.run(run)
+
+
+def test_refreshing_ahead_reads_about_once_per_ttl_under_steady_traffic(source: Source) -> None:
+    """One read per refresh, a refresh per REFRESH_AHEAD_EARLIEST..LATEST of the TTL."""
+    clock = Clock()
+    cache: TTLCache[object] = TTLCache(source, TTL, Errors(), clock, wait=0)
+    ttls = 10
+
+    async def run() -> None:
+        for _ in range(int(ttls * TTL)):  # a call a second
+            clock.now += 1.0
+            await cache.get()
+            await until(lambda: source.answered == source.reads)
+            await anyio.sleep(POLL)  # the answer lands in the cache
+
+    anyio.run(run)
+    assert ttls / REFRESH_AHEAD_LATEST - 1 <= source.reads <= ttls / REFRESH_AHEAD_EARLIEST + 1
+
+
+def test_environments_throttled_together_retry_apart() -> None:
+    """A failed read's back-off is jittered: caches failing at the same instant (many
+    Lambda environments throttled by one quota) do not re-read in lockstep."""
+    clock = Clock()
+    sources = [Source(error=RuntimeError("ThrottlingException")) for _ in range(20)]
+    caches: list[TTLCache[object]] = [TTLCache(s, TTL, Errors(), clock) for s in sources]
+    retried_at: dict[int, float] = {}
+
+    async def run() -> None:
+        for cache in caches:
+            await cache.get()
+        step = 0.01
+        while len(retried_at) < len(caches) and clock.now < 1000.0 + RETRY_FIRST_SECONDS * 2:
+            clock.now += step
+            for index, (cache, read) in enumerate(zip(caches, sources, strict=True)):
+                await cache.get()
+                if read.reads == 2:
+                    retried_at.setdefault(index, clock.now)
+
+    anyio.run(run)
+    assert len(retried_at) == len(caches)
+    times = sorted(retried_at.values())
+    # Each within its first back-off, drawn between half of it and all of it...
+    assert times[0] >= 1000.0 + RETRY_FIRST_SECONDS * RETRY_JITTER_LOWEST - 0.02
+    assert times[-1] <= 1000.0 + RETRY_FIRST_SECONDS + 0.02
+    # ...and spread over it, not landing together.
+    assert len({round(t, 2) for t in times}) >= 10
+    assert times[-1] - times[0] >= RETRY_FIRST_SECONDS * (1 - RETRY_JITTER_LOWEST) / 2
 
 
 def test_concurrent_first_reads_share_one_read(source: Source) -> None:
@@ -225,7 +312,7 @@ def test_a_failed_read_is_retried_after_a_doubling_back_off_capped_below_the_ttl
     """A value that appears after start (a secret created) is seen within seconds, not a TTL."""
     clock, errors = Clock(), Errors()
     source.error = RuntimeError("ResourceNotFoundException")
-    cache: TTLCache[object] = TTLCache(source, TTL, errors, clock)
+    cache: TTLCache[object] = TTLCache(source, TTL, errors, clock, draw=latest)
     expected_waits = [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
     assert (RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS) == (1.0, 10.0)
 
@@ -242,9 +329,10 @@ def test_a_failed_read_is_retried_after_a_doubling_back_off_capped_below_the_ttl
         clock.now += RETRY_MAX_SECONDS
         assert await cache.get() == 1  # created after start: seen at the next retry
         reads = source.reads
-        clock.now += TTL - 0.01
+        clock.now += TTL * REFRESH_AHEAD_LATEST - 0.01
         assert await cache.get() == 1
-        assert source.reads == reads  # a good value is kept the whole TTL again
+        assert source.reads == reads  # a good value is kept until its refresh-ahead point
+        clock.now += TTL * (1 - REFRESH_AHEAD_LATEST)
         clock.now += TTL
         source.error = RuntimeError("throttled")
         assert await cache.get() == 1  # the last good value, retried a second later

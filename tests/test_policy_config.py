@@ -134,6 +134,95 @@ def test_without_any_good_chain_requests_fail_closed(
     assert config_errors(gateway_stdout) >= 1
 
 
+# ------------------------------------- a change in force when promised (issue 34)
+
+
+def loaded_versions(stdout: GatewayStdout) -> list[str]:
+    return [
+        line["chain_version"]
+        for line in stdout.lines()
+        if line.get("message") == names.LOG_POLICY_CHAIN_LOADED
+    ]
+
+
+def test_serve_loads_a_change_within_the_ttl_without_any_call(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    put_config: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+    clock: ManualClock,
+) -> None:
+    put_config(rewrite_to("claude-a"))
+    make_gateway(
+        policy_config_parameter=PARAMETER,
+        policy_config_ttl=TTL,
+        refresh_in_background=True,
+        clock=clock,
+    )
+    gateway_stdout.until(lambda _: len(loaded_versions(gateway_stdout)) == 1)
+    put_config(rewrite_to("claude-b"))
+    clock.advance(TTL)
+    gateway_stdout.until(lambda _: len(loaded_versions(gateway_stdout)) == 2)
+    first, second = loaded_versions(gateway_stdout)
+    assert (first.split(":")[0], second.split(":")[0]) == ("v1", "v2")
+    assert upstream.requests == []
+
+
+def test_the_load_line_names_every_chains_shadow_policies(
+    make_gateway: GatewayFactory, put_config: Callable[[str], None], gateway_stdout: GatewayStdout
+) -> None:
+    shadow = {"policy": "cap_max_tokens", "options": {"max": 10}, "mode": "shadow"}
+    put_config(
+        json.dumps(
+            {
+                "policies": [{"policy": "redact_secrets"}, shadow],
+                "callers": {
+                    "bob": {"policies": [shadow]},
+                    "group:ops": {"policies": [{"policy": "redact_secrets"}]},
+                    "carol": {"policies": [{"policy": "redact_secrets"}, shadow]},
+                },
+            }
+        )
+    )
+    sdk(live_gateway(make_gateway))
+    gateway_stdout.until(lambda _: bool(loaded_versions(gateway_stdout)))
+    [line] = [
+        line
+        for line in gateway_stdout.lines()
+        if line.get("message") == names.LOG_POLICY_CHAIN_LOADED
+    ]
+    assert line["shadow"] == ["cap_max_tokens"]
+    assert line["callers"] == ["bob", "carol", "group:ops"]
+    assert line["caller_shadow"] == {"bob": ["cap_max_tokens"], "carol": ["cap_max_tokens"]}
+
+
+def test_each_call_records_the_age_of_the_chain_version_in_force(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    put_config: Callable[[str], None],
+    gateway_stdout: GatewayStdout,
+) -> None:
+    put_config(rewrite_to("claude-a"))
+    client = sdk(live_gateway(make_gateway))
+    ask(client, False)
+    ask(client, True)
+
+    def ages() -> list[float]:
+        found: list[float] = []
+        for line in gateway_stdout.lines():
+            if names.METRIC_CHAIN_VERSION_AGE in line:
+                (declared,) = line["_aws"]["CloudWatchMetrics"]
+                assert declared["Dimensions"] == [[names.METRICS_SERVICE_DIMENSION]]
+                units = {m["Name"]: m.get("Unit") for m in declared["Metrics"]}
+                assert units[names.METRIC_CHAIN_VERSION_AGE] == "Seconds"
+                found.extend(line[names.METRIC_CHAIN_VERSION_AGE])
+        return found
+
+    gateway_stdout.until(lambda _: len(ages()) == 2)
+    # Written by put_config just now (moto dates it to the second).
+    assert all(0 <= age < 60 for age in ages()), ages()
+
+
 # ------------------------------------------------------------- the fallback
 
 

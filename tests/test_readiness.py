@@ -25,7 +25,7 @@ from .support.servers import gateway_process
 
 PARAMETER = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 GATEWAY_KEY = "gk-readiness-test"
-GET_PARAMETER = "AmazonSSM.GetParameter"
+GET_PARAMETERS = "AmazonSSM.GetParameters"
 GET_SECRET = "secretsmanager.GetSecretValue"
 REWRITE = policy_chain(("rewrite_model", {"map": {MODEL: "claude-rewritten"}}))
 # Response hooks only (the tool policies check requests too: server tools, MCP servers).
@@ -49,7 +49,7 @@ def test_healthz_is_not_ready_before_the_chain_is_read(
     ssm.put_parameter(Name=PARAMETER, Value=RESPONSE_ONLY, Type="String", Overwrite=True)
     proxy.hold()
     with gateway_process(gateway_env(upstream_url, aws_url), ready=False) as (url, _):
-        wait_until(lambda: proxy.operations == [GET_PARAMETER])
+        wait_until(lambda: proxy.operations == [GET_PARAMETERS])
         # The chain's read is held: the server answers, but not ready.
         for _ in range(3):
             answer = healthz(url)
@@ -73,10 +73,10 @@ def test_healthz_is_not_ready_before_the_chain_is_read(
 @pytest.mark.parametrize(
     ("mode", "chain", "reads"),
     [
-        # gateway_key mode, a chain with request hooks: chain, flag and both secrets.
-        (settings.AUTH_GATEWAY_KEY, REWRITE, [GET_PARAMETER] * 2 + [GET_SECRET] * 2),
-        # No request hook means no fallback, so no flag; passthrough means no secrets.
-        (settings.AUTH_PASSTHROUGH, RESPONSE_ONLY, [GET_PARAMETER]),
+        # gateway_key mode: chain and flag in one call, and both secrets.
+        (settings.AUTH_GATEWAY_KEY, REWRITE, [GET_PARAMETERS] + [GET_SECRET] * 2),
+        # Passthrough means no secrets; the flag comes with the chain, in the same call.
+        (settings.AUTH_PASSTHROUGH, RESPONSE_ONLY, [GET_PARAMETERS]),
     ],
     ids=["gateway_key-fallback-possible", "passthrough-no-fallback"],
 )

@@ -78,7 +78,7 @@ def test_credential_refusals_are_fresh_errors(reader: Callable[[str], str], why:
 
 
 def test_no_chain_refusals_are_fresh_errors() -> None:
-    source = PolicySource(inline="{not json", parameter=None, ttl=60)
+    source = PolicySource(inline="{not json", parameter=None)
     (last,), held = refuse_many(source.loaded)
     assert last.status == 500
     assert frames(last) <= 5, f"the last refusal carries {frames(last)} frames"

@@ -36,7 +36,7 @@ AFTER = settings.DEFAULT_SNAPSTART_AFTER_RESTORE_PATH
 HOOKS_ON = {settings.ENV_SNAPSTART_HOOKS: "true"}
 CHAIN = settings.DEFAULT_POLICY_CONFIG_PARAMETER
 FLAG = settings.DEFAULT_FLAG_PARAMETER
-GET_PARAMETER = "AmazonSSM.GetParameter"
+GET_PARAMETERS = "AmazonSSM.GetParameters"
 GET_SECRET = "secretsmanager.GetSecretValue"
 # Gateway keys as the keys secret requires them: long enough to be random.
 KEY_AT_SNAPSHOT = "gk-at-snapshot-0123456789"
@@ -104,10 +104,10 @@ def test_a_restored_gateway_rereads_everything_and_reconnects(
         answer = hook(url, AFTER)
         assert answer.status_code == 200, answer.text
         restored_reads = proxy.calls[read_before:]
-        # Chain, flag and both secrets, each read again before the hook answered,
+        # Chain and flag (one call) and both secrets, read again before the hook answered,
         # with credentials the runtime's provider handed out after the restore.
         assert sorted(call.operation for call in restored_reads) == sorted(
-            [GET_PARAMETER, GET_PARAMETER, GET_SECRET, GET_SECRET]
+            [GET_PARAMETERS, GET_SECRET, GET_SECRET]
         )
         assert {call.access_key_id for call in restored_reads} == {"AKIDAFTERRESTORE"}
         assert httpx2.get(url + "/healthz").status_code == 200

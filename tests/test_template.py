@@ -436,7 +436,8 @@ def test_the_gateway_may_only_read_the_live_values() -> None:
         if set(statement["Resource"] if isinstance(statement["Resource"], list) else
                [statement["Resource"]]) & live_arns
     }  # fmt: skip
-    assert actions == {"ssm:GetParameter"}
+    # One GetParameters call reads both (policy_gateway/parameter_batch.py).
+    assert actions == {"ssm:GetParameters"}
 
 
 # ---------------------------------------------------------- stack identity
@@ -611,6 +612,9 @@ def test_dashboard_charts_every_metric_with_the_emitted_dimension() -> None:
         names.METRIC_FALLBACK_FAILED,
     ):
         assert charted[name] == {"Sum"}
+    # The oldest chain version any environment still runs: it falls once a change has
+    # reached them all.
+    assert charted[names.METRIC_CHAIN_VERSION_AGE] == {"Maximum"}
 
 
 def _searches(stack: Stack) -> dict[str, str]:

@@ -3,12 +3,16 @@
 Pointed at by `AWS_ENDPOINT_URL_<SERVICE>`, it forwards every call to moto
 and records its operation (`X-Amz-Target`) with when it arrived and when it
 was answered. `hold()` makes it behave as a stalled AWS endpoint does: it
-accepts each request and answers nothing until `release()`.
+accepts each request and answers nothing until `release()`. `throttle(share)`
+makes it answer that share of the calls (drawn from a seeded sequence, so a
+test's run repeats) as a throttled AWS does: 400 with ThrottlingException,
+which botocore retries as it would AWS's.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +27,8 @@ from .servers import lifespan_handled
 
 # How often a waiting test looks whether what it waits for has happened.
 POLL_SECONDS = 0.01
+# What AWS's JSON-protocol services (SSM among them) answer past their rate quota.
+THROTTLED = json.dumps({"__type": "ThrottlingException", "message": "Rate exceeded"}).encode()
 
 
 @dataclass
@@ -30,6 +36,7 @@ class AWSCall:
     operation: str
     received: float
     answered: float | None = None
+    throttled: bool = False
     access_key_id: str | None = None
     """Whose credentials signed the call (from its SigV4 Authorization header)."""
 
@@ -116,6 +123,8 @@ class AWSProxy:
         self.calls: list[AWSCall] = []
         self._open = threading.Event()
         self._open.set()
+        self._throttled_share = 0.0
+        self._draws = random.Random(34)
 
     @property
     def operations(self) -> list[str]:
@@ -126,6 +135,10 @@ class AWSProxy:
 
     def release(self) -> None:
         self._open.set()
+
+    def throttle(self, share: float) -> None:
+        """Answer `share` of the calls from now on ThrottlingException (0: none, 1: all)."""
+        self._throttled_share = share
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -146,6 +159,18 @@ class AWSProxy:
             access_key_id=signed_by(headers.get("authorization", "")),
         )
         self.calls.append(call)
+        if self._draws.random() < self._throttled_share:
+            call.throttled = True
+            call.answered = time.monotonic()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 400,
+                    "headers": [(b"content-type", b"application/x-amz-json-1.1")],
+                }
+            )
+            await send({"type": "http.response.body", "body": THROTTLED})
+            return
         # Abandoned if the server shuts down first; the thread is a daemon, as
         # the server's is, and ends at release().
         await anyio.to_thread.run_sync(self._open.wait, abandon_on_cancel=True)

@@ -73,25 +73,22 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     from .fallback import budget
     from .fallback.flag import FallbackFlag
     from .fallback.send import Fallback
+    from .parameter_batch import ParameterBatch
     from .policy_source import PolicySource
     from .routes.endpoint import Gateway
     from .upstream.client import UpstreamClient
 
     tracing.setup()
     key = upstream_key(config)
+    # The flag and the chain: one GetParameters call per refresh of both.
+    reads = ParameterBatch(config.parameters_ttl, config.clock)
     return Gateway(
         config=config,
         upstream=UpstreamClient(config),
         fallback=Fallback(
-            FallbackFlag(config.flag_parameter, config.flag_ttl, clock=config.clock),
-            budget.from_settings(config, clock),
+            FallbackFlag(config.flag_parameter, reads), budget.from_settings(config, clock)
         ),
-        policies=PolicySource(
-            config.policy_config,
-            config.policy_config_parameter,
-            config.policy_config_ttl,
-            clock=config.clock,
-        ),
+        policies=PolicySource(config.policy_config, config.policy_config_parameter, reads),
         auth=authenticator(config, key),
         upstream_key=key,
     )
@@ -114,18 +111,29 @@ class _DeferredGateway:
     server answers /healthz at once (503 until they are done): the Lambda Web
     Adapter keeps polling until it gets a 200, so Lambda's init phase, not the
     first user's request, pays for start-up. A call that arrives earlier
-    (outside Lambda) awaits whatever is left.
+    (outside Lambda) awaits whatever is left. Outside Lambda the chain and the
+    flag are then kept fresh between calls (`PolicySource.keep_fresh`).
     """
 
     def __init__(self, config: Settings, clock: Callable[[], float]) -> None:
         self._config = config
         self._clock = clock
         self._built: asyncio.Task[Gateway] | None = None
+        self._refreshing: asyncio.Task[None] | None = None
 
     def start(self) -> asyncio.Task[Gateway]:
         if self._built is None:
             self._built = asyncio.ensure_future(_ready_gateway(self._config, self._clock))
+            if self._config.refresh_in_background:
+                self._refreshing = asyncio.ensure_future(self._keep_fresh())
         return self._built
+
+    async def _keep_fresh(self) -> None:
+        # A failed build is /healthz's to report; there is then nothing to refresh.
+        built = self.start()
+        await asyncio.wait({built})
+        if built.exception() is None:
+            await built.result().policies.keep_fresh()
 
     async def get(self) -> Gateway:
         # Shielded: a cancelled call must not cancel the build the others await.
@@ -157,6 +165,9 @@ class _DeferredGateway:
         return built is not None and built.done() and built.exception() is not None
 
     async def aclose(self) -> None:
+        if self._refreshing is not None:
+            self._refreshing.cancel()
+            await asyncio.wait({self._refreshing})
         if self._built is not None:
             await (await self.get()).upstream.aclose()
 

@@ -29,6 +29,9 @@ METRIC_POLICY_ERRORS = "PolicyErrors"
 METRIC_POLICY_CONFIG_ERRORS = "PolicyConfigErrors"
 METRIC_AUTH_FAILURES = "AuthFailures"
 METRIC_FALLBACK_DENIED = "FallbackDenied"
+# Issue 34: seconds since the chain version in force was written, per call (watch its
+# Maximum: it falls once every environment runs the newest version).
+METRIC_CHAIN_VERSION_AGE = "ChainVersionAge"
 
 # X-Ray annotation keys (indexed span attributes) on an upstream attempt's span:
 # the fallback's three on the failed attempt, the upstream's status on any that failed.

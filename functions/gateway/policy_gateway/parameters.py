@@ -13,19 +13,29 @@ fresh values on the first call after the TTL, and a stalled one never holds a
 call for seconds once a value is held. Only the first read, with nothing to
 serve yet, is waited for in full: READ_DEADLINE_SECONDS bounds it.
 
+A value is refreshed ahead of its expiry: the first call that finds it past a
+point drawn between REFRESH_AHEAD_EARLIEST and REFRESH_AHEAD_LATEST of its
+hold starts the re-read in the background and is served the value held. So
+under traffic the re-read has ended before the TTL does, and a change is in
+force from TTL + the read's own time on; the random point keeps environments
+that loaded together from re-reading together. Outside Lambda `keep_fresh`
+does the same without calls (in Lambda nothing runs between invocations).
+
 A failed read is held (as what `on_error` made of it) for a short back-off
 instead of the TTL: RETRY_FIRST_SECONDS after the first failure, doubling
 with each failure in a row up to RETRY_MAX_SECONDS (never past the TTL). So a
 value that appears after start (a secret created, a parameter fixed) is seen
 within seconds, and an outage still costs one read per back-off, not one per
-request.
+request. Each back-off is drawn between half of it and all of it, so
+environments throttled together do not retry together.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Generic, TypeVar
@@ -66,6 +76,16 @@ REFRESH_WAIT_SECONDS = 0.25
 # outage must not turn into a read per request.
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 10.0
+# A back-off is drawn between this share of it and all of it.
+RETRY_JITTER_LOWEST = 0.5
+# Where in a value's hold its re-read starts ahead of expiry, drawn anew per
+# read: late enough that refreshing ahead adds few reads (one per 0.8 TTL
+# instead of one per TTL), early enough that a read of a few seconds ends in time.
+REFRESH_AHEAD_EARLIEST = 0.75
+REFRESH_AHEAD_LATEST = 0.85
+# How often `keep_fresh` looks at the clock: a value past its point is re-read
+# at most this late (a look costs a comparison).
+KEEP_FRESH_POLL_SECONDS = 0.5
 
 # Bumped by `expire_all` (a SnapStart restore): a value read under an older
 # generation is stale whatever its TTL says, and is not served while its re-read runs.
@@ -156,20 +176,29 @@ def keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
     return last
 
 
-def read_ssm_parameter(name: str) -> str:
-    return str(_ssm().get(name, force_fetch=True))
-
-
 @dataclass(frozen=True)
 class VersionedParameter:
     value: str
     version: int
+    modified: float
+    """When this version was written (epoch seconds): how old the value in force is."""
 
 
-def read_versioned_ssm_parameter(name: str) -> VersionedParameter:
-    """The parameter's value and its version: what names the policy chain in force."""
-    found = _ssm().client.get_parameter(Name=name, WithDecryption=True)["Parameter"]
-    return VersionedParameter(str(found["Value"]), int(found["Version"]))
+def read_ssm_parameters(names: Sequence[str]) -> dict[str, VersionedParameter]:
+    """The named parameters SSM has, in one GetParameters call; a name it lacks is absent.
+
+    Through the Powertools provider's client: its `get_parameters_by_name` would
+    drop the versions, which name the chain in force.
+    """
+    found = _ssm().client.get_parameters(Names=list(names), WithDecryption=True)
+    return {
+        str(parameter["Name"]): VersionedParameter(
+            str(parameter["Value"]),
+            int(parameter["Version"]),
+            parameter["LastModifiedDate"].timestamp(),
+        )
+        for parameter in found["Parameters"]
+    }
 
 
 def read_secret(name: str) -> str:
@@ -184,7 +213,8 @@ class TTLCache(Generic[T]):
     `retry_after`), and is the place to log;
     `last` is the last value that loaded successfully, if any. A slow read is
     no error: the value held keeps serving until the read ends one way or the
-    other.
+    other. From a point late in its hold on, a call starts the re-read and is
+    served the value held (see the module's docstring).
     """
 
     def __init__(
@@ -195,6 +225,7 @@ class TTLCache(Generic[T]):
         clock: Callable[[], float] = time.monotonic,
         wait: float = REFRESH_WAIT_SECONDS,
         deadline: float = READ_DEADLINE_SECONDS,
+        draw: Callable[[float, float], float] = random.uniform,
     ) -> None:
         self._load = load
         self._ttl = ttl
@@ -202,25 +233,48 @@ class TTLCache(Generic[T]):
         self._clock = clock
         self._wait = wait
         self._deadline = deadline
+        # Where in a range the refresh-ahead point and a back-off fall (tests pin it).
+        self._draw = draw
         self._value: T | None = None
         self._held = False
         self._last_good: T | None = None
         self._expires = float("-inf")
+        self._ahead = float("-inf")
         self._generation = _generation
         self._failures = 0
         self._refreshing: asyncio.Task[None] | None = None
 
     async def get(self) -> T:
         current = self._generation == _generation
-        if current and self._clock() < self._expires:
+        now = self._clock()
+        if current and now < self._expires:
+            if now >= self._ahead:
+                self._refresh_started()
             return self._value  # type: ignore[return-value]
-        refresh = self._refreshing
-        if refresh is None:
-            refresh = self._refreshing = asyncio.get_running_loop().create_task(self._refresh())
         # asyncio.wait never cancels the refresh: a call that stops waiting, or
         # is cancelled, leaves it running for the next one.
-        await asyncio.wait({refresh}, timeout=self._wait if self._held and current else None)
+        await asyncio.wait(
+            {self._refresh_started()}, timeout=self._wait if self._held and current else None
+        )
         return self._value  # type: ignore[return-value]
+
+    async def keep_fresh(self) -> None:
+        """Refresh ahead without calls, until cancelled: `get` finds the value fresh.
+
+        Only where the process runs between calls (`serve`): in Lambda it would
+        sleep through each freeze, and from a SnapStart snapshot it would wake
+        in every restored environment at once.
+        """
+        while True:
+            if self._generation != _generation or self._clock() >= self._ahead:
+                await asyncio.wait({self._refresh_started()})
+            await asyncio.sleep(KEEP_FRESH_POLL_SECONDS)
+
+    def _refresh_started(self) -> asyncio.Task[None]:
+        """The refresh under way, started now if none is."""
+        if self._refreshing is None:
+            self._refreshing = asyncio.get_running_loop().create_task(self._refresh())
+        return self._refreshing
 
     async def _refresh(self) -> None:
         self._generation = _generation
@@ -230,16 +284,22 @@ class TTLCache(Generic[T]):
         except Exception as exc:
             value = self._on_error(exc, self._last_good)
             self._failures += 1
-            hold = retry_after(self._failures, self._ttl)
+            # A back-off is already a short wait: no refresh ahead of its end.
+            hold = ahead = retry_after(self._failures, self._ttl) * self._draw(
+                RETRY_JITTER_LOWEST, 1.0
+            )
         else:
             self._last_good = value
             self._failures = 0
             hold = self._ttl
+            ahead = hold * self._draw(REFRESH_AHEAD_EARLIEST, REFRESH_AHEAD_LATEST)
         finally:
             self._refreshing = None
         self._value = value
         self._held = True
-        self._expires = self._clock() + hold
+        now = self._clock()
+        self._expires = now + hold
+        self._ahead = now + ahead
 
 
 def retry_after(failures: int, ttl: float) -> float:

@@ -2,7 +2,8 @@
 
 The document (the default chain and any per-caller chains, runtime/document.py)
 is JSON read from the SSM parameter named by POLICY_CONFIG_PARAMETER
-(live: re-read every TTL) or from inline POLICY_CONFIG; the parameter wins.
+(live: re-read with the flag, in one GetParameters call, ahead of each TTL's
+end: see `parameters.TTLCache`) or from inline POLICY_CONFIG; the parameter wins.
 A bad config never takes the gateway down: the last good chain keeps serving,
 the error is logged and counted; so does an SSM that errors or stalls (see
 `parameters.TTLCache`), since the last good chain is still the operator's. With
@@ -14,10 +15,17 @@ call line carries (`chain_version`, beside `chain`, the chain used):
 `v<SSM parameter version>:<hash>` from SSM, `inline:<hash>` from
 POLICY_CONFIG, `none` without either; the hash is the first 8 hex digits of
 the SHA-256 of the document's text. Each load logs `policy chain loaded` once
-(the default chain's enforced policy names, its shadow-mode ones, and the keys
-of its `callers` chains): at start, on a live change (a new version, not every
-re-read of the same one), and each time a bad config leaves the last good
-document in force.
+(the default chain's enforced policy names, its shadow-mode ones, the keys of
+its `callers` chains and, by key, the shadow-mode policies of those that have
+any): at start, on a live change (a new version, not every re-read of the same
+one), and each time a bad config leaves the last good document in force. In
+`serve` the re-read runs without calls too (`keep_fresh`), so the line of a
+change appears within the TTL whether or not calls arrive.
+
+Each call that uses a chain from SSM records ChainVersionAge: how long ago
+the version in force was written. Its maximum over the environments falls
+once every one of them runs the newest version, which is how an operator
+watches a change propagate.
 """
 
 from __future__ import annotations
@@ -33,7 +41,8 @@ from . import names
 from .errors import GatewayError
 from .observability import metrics
 from .observability.logs import logger
-from .parameters import TTLCache, VersionedParameter, read_versioned_ssm_parameter
+from .parameter_batch import ParameterBatch, ParameterUse
+from .parameters import VersionedParameter
 
 NO_CHAIN_MESSAGE = (
     "The gateway has no valid policy configuration, so it refuses requests until an "
@@ -48,6 +57,8 @@ class LoadedDocument:
 
     document: PolicyDocument
     version: str
+    written: float | None = None
+    """When the SSM parameter's version was written (epoch seconds); None for inline text."""
 
 
 def chain_version(text: str, parameter_version: int | None) -> str:
@@ -56,23 +67,29 @@ def chain_version(text: str, parameter_version: int | None) -> str:
 
 
 class PolicySource:
+    """The document in force: the parameter's, read by `reads`, else the inline one.
+
+    `now` (epoch seconds) dates the version in force for ChainVersionAge.
+    """
+
     def __init__(
         self,
         inline: str | None,
         parameter: str | None,
-        ttl: float,
-        reader: Callable[[str], VersionedParameter] = read_versioned_ssm_parameter,
-        clock: Callable[[], float] = time.monotonic,
+        reads: ParameterBatch | None = None,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self._parameter = parameter
-        self._reader = reader
+        self._now = now
         self._static: LoadedDocument | None = None
-        self._cache: TTLCache[LoadedDocument | None] | None = None
+        self._use: ParameterUse[LoadedDocument | None] | None = None
+        self._reads = reads
         self._logged: str | None = None
         self.version: str | None = None
         """The version of the document in force now, None before one loaded."""
         if parameter:
-            self._cache = TTLCache(self._load_parameter, ttl, self._keep_last_good, clock)
+            assert reads is not None, "a chain parameter is read with the others"
+            self._use = reads.use(parameter, self._load_parameter, self._keep_last_good)
         elif inline:
             try:
                 self._static = self._loaded(load_document(inline), chain_version(inline, None))
@@ -81,13 +98,18 @@ class PolicySource:
         else:
             self._static = self._loaded(PolicyDocument(), NO_CONFIG_VERSION)
 
-    def _load_parameter(self) -> LoadedDocument | None:
-        assert self._parameter is not None
-        read = self._reader(self._parameter)
-        return self._loaded(load_document(read.value), chain_version(read.value, read.version))
+    def _load_parameter(self, read: VersionedParameter) -> LoadedDocument | None:
+        return self._loaded(
+            load_document(read.value), chain_version(read.value, read.version), read.modified
+        )
 
     def _loaded(
-        self, document: PolicyDocument, version: str, *, kept: bool = False
+        self,
+        document: PolicyDocument,
+        version: str,
+        written: float | None = None,
+        *,
+        kept: bool = False,
     ) -> LoadedDocument:
         """Log the load when it is news: a new version, or the last good one kept."""
         self.version = version
@@ -100,11 +122,12 @@ class PolicySource:
                     "policies": document.default.names,
                     "shadow": document.default.shadow.names,
                     "callers": document.caller_keys,
+                    "caller_shadow": caller_shadow(document),
                     "parameter": self._parameter,
                     "kept_last_good": kept,
                 },
             )
-        return LoadedDocument(document, version)
+        return LoadedDocument(document, version, written)
 
     def _keep_last_good(self, exc: Exception, last: LoadedDocument | None) -> LoadedDocument | None:
         metrics.count(names.METRIC_POLICY_CONFIG_ERRORS)
@@ -120,11 +143,17 @@ class PolicySource:
         )
         if last is None:
             return None
-        return self._loaded(last.document, last.version, kept=True)
+        return self._loaded(last.document, last.version, last.written, kept=True)
 
     async def current(self) -> LoadedDocument | None:
         """The document in force and its version, None when no good one was ever loaded."""
-        return await self._cache.get() if self._cache is not None else self._static
+        return await self._use.get() if self._use is not None else self._static
+
+    async def keep_fresh(self) -> None:
+        """Re-read the parameter (and the flag with it) ahead of each TTL's end, without
+        calls, until cancelled; returns at once for an inline chain, which never changes."""
+        if self._reads is not None and self._use is not None:
+            await self._reads.keep_fresh()
 
     async def load(self) -> PolicyDocument | None:
         """The document in force, None when no good one was ever loaded."""
@@ -138,4 +167,16 @@ class PolicySource:
         if loaded is None:
             # A fresh error per call: a shared instance would keep every raise's frames.
             raise GatewayError(500, NO_CHAIN_MESSAGE, "api_error")
+        if loaded.written is not None:
+            metrics.seconds(names.METRIC_CHAIN_VERSION_AGE, max(0.0, self._now() - loaded.written))
         return loaded
+
+
+def caller_shadow(document: PolicyDocument) -> dict[str, list[str]]:
+    """The shadow-mode policies of each `callers` chain that has any, by its key."""
+    chains = [*document.callers.values(), *document.groups.values()]
+    return {
+        key: chain.shadow.names
+        for key, chain in zip(document.caller_keys, chains, strict=True)
+        if chain.shadow.names
+    }

@@ -144,6 +144,9 @@ class Settings:
     bedrock_endpoint_url: str | None = None
     snapstart_before_checkpoint_path: str = DEFAULT_SNAPSTART_BEFORE_CHECKPOINT_PATH
     snapstart_after_restore_path: str = DEFAULT_SNAPSTART_AFTER_RESTORE_PATH
+    refresh_in_background: bool = False
+    """Re-read the chain and the flag ahead of their TTL without calls: outside Lambda
+    (`serve`), where the process runs between calls; in Lambda nothing does."""
     snapstart_hooks: bool = False
     """Serve the SnapStart hooks: always in Lambda (the adapter calls them), elsewhere
     only when SNAPSTART_HOOKS=true, so that a laptop's gateway has no such routes."""
@@ -180,6 +183,13 @@ class Settings:
     def bedrock(self) -> bool:
         return self.upstream_provider == PROVIDER_BEDROCK
 
+    @property
+    def parameters_ttl(self) -> float:
+        """The flag and a chain parameter are read in one call: every shorter TTL of the two."""
+        if self.policy_config_parameter:
+            return min(self.flag_ttl, self.policy_config_ttl)
+        return self.flag_ttl
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
@@ -209,6 +219,7 @@ class Settings:
             allow_files_api=_switch(ENV_ALLOW_FILES_API, env.get(ENV_ALLOW_FILES_API)),
             public_url=(env.get(ENV_GATEWAY_PUBLIC_URL) or "").strip().rstrip("/") or None,
             trust_lambda_context=bool(env.get(ENV_LAMBDA_TASK_ROOT)),
+            refresh_in_background=not env.get(ENV_LAMBDA_TASK_ROOT),
             server_log_level=env.get(ENV_SERVER_LOG_LEVEL) or "warning",
             fallback_budget=int(env.get(ENV_FALLBACK_BUDGET, DEFAULT_FALLBACK_BUDGET)),
             fallback_budget_window=int(

@@ -1,9 +1,11 @@
 """The passthrough-fallback flag, an SSM parameter toggled live by operators.
 
 Fail-closed: `true`/`false` (any case) are the only values; anything else, a
-missing parameter or an SSM error means off, with one warning per failed read
-(retried after a short back-off, `parameters.RETRY_MAX_SECONDS` at most). The
-flag never fails a request.
+missing parameter or an SSM error means off, with one warning per read that
+found it so (an answer is held for the TTL, a failed read retried after a
+short back-off, `parameters.RETRY_MAX_SECONDS` at most). The flag never fails
+a request. It is read with the chain, in one GetParameters call
+(`parameter_batch.ParameterBatch`).
 
 Unlike the chain and the secrets, the flag does not keep its last good value
 through an error: the fallback is fail-open for request-side policies, and an
@@ -15,11 +17,9 @@ the gateway cannot read. A read that is merely slow is no error (see
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from ..observability.logs import logger
-from ..parameters import TTLCache, read_ssm_parameter
+from ..parameter_batch import ParameterBatch, ParameterMissing
+from ..parameters import VersionedParameter
 
 
 def parse_flag(value: str) -> bool | None:
@@ -32,34 +32,28 @@ def parse_flag(value: str) -> bool | None:
 
 
 class FallbackFlag:
-    def __init__(
-        self,
-        parameter: str,
-        ttl: float,
-        reader: Callable[[str], str] = read_ssm_parameter,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, parameter: str, reads: ParameterBatch) -> None:
         self.parameter = parameter
-        self._reader = reader
-        self._cache = TTLCache(self._read, ttl, self._off_on_error, clock)
+        self._use = reads.use(parameter, self._parse, self._off_on_error)
 
-    def _read(self) -> bool:
-        raw = self._reader(self.parameter)
-        parsed = parse_flag(raw)
+    def _parse(self, answer: VersionedParameter) -> bool:
+        parsed = parse_flag(answer.value)
         if parsed is None:
             logger.warning(
                 "fallback flag has an invalid value; treating it as off",
-                extra={"parameter": self.parameter, "value_length": len(raw)},
+                extra={"parameter": self.parameter, "value_length": len(answer.value)},
             )
             return False
         return parsed
 
     def _off_on_error(self, exc: Exception, last: bool | None) -> bool:
         logger.warning(
-            "fallback flag unreadable; treating it as off",
+            "fallback flag missing; treating it as off"
+            if isinstance(exc, ParameterMissing)
+            else "fallback flag unreadable; treating it as off",
             extra={"parameter": self.parameter, "error": type(exc).__name__},
         )
         return False
 
     async def enabled(self) -> bool:
-        return await self._cache.get()
+        return await self._use.get()

@@ -40,6 +40,10 @@ def milliseconds(name: str, value: float) -> None:
     _metrics.add_metric(name=name, unit=MetricUnit.Milliseconds, value=value)
 
 
+def seconds(name: str, value: float) -> None:
+    _metrics.add_metric(name=name, unit=MetricUnit.Seconds, value=value)
+
+
 def count_by(name: str, dimensions: Mapping[str, str], value: float = 1) -> None:
     """Count `name` under the dimension set [service, *dimensions] (in the given order)."""
     metrics = _by_dimensions.setdefault(tuple(dimensions.items()), {})
