@@ -16,11 +16,17 @@ SCAN_VENV := .venv-scan
 SCAN_LOCK := locks/scan.txt
 SCAN_STAMP := $(SCAN_VENV)/.installed-$(shell cat $(SCAN_LOCK) | cksum | cut -d' ' -f1)
 
+# The official TypeScript SDK, a second client in the tests (tests/test_ts_client.py):
+# installed by `npm ci` from its lock, integrity hashes checked, into the ignored
+# tests/ts/node_modules. Needs node 20 and npm.
+TS_DIR := tests/ts
+TS_STAMP := $(TS_DIR)/node_modules/.installed-$(shell cat $(TS_DIR)/package.json $(TS_DIR)/package-lock.json | cksum | cut -d' ' -f1)
+
 # The local run's ports: the gateway's, and the embedded AWS stand-in's.
 PORT ?= 8080
 SSM_PORT ?= 8787
 
-.PHONY: run build test test-fast test-unit lint scan check-locks lock lock-upgrade bench clean
+.PHONY: run build test test-fast test-unit lint scan ts-client check-locks lock lock-upgrade bench clean
 
 # The project itself goes in last, editable, without dependencies and without
 # build isolation: everything it needs, build tools included, came from the lock.
@@ -87,12 +93,21 @@ scan: $(SCAN_STAMP)
 		$(SCAN_VENV)/bin/checkov \
 		-f template.yaml --skip-download --quiet --compact
 
-test: check-locks lint scan
+# npm ci empties node_modules first, so an older stamp goes with it.
+$(TS_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || { \
+		echo "make test needs node (20 or later) and npm: the TypeScript SDK is one of the test clients"; exit 1; }
+	cd $(TS_DIR) && npm ci
+	touch $@
+
+ts-client: $(TS_STAMP)
+
+test: check-locks lint scan ts-client
 	$(BIN)/python -m pytest
 
 # The unit and gateway tiers, without the load tests (markers in pyproject.toml):
 # the loop while you work. test-unit: the pure modules alone, in seconds.
-test-fast: lint
+test-fast: lint ts-client
 	$(BIN)/python -m pytest -m "not load and not deploy"
 
 test-unit: $(STAMP)
@@ -102,4 +117,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) $(RUN_VENV) $(SCAN_VENV) .aws-sam .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(RUN_VENV) $(SCAN_VENV) $(TS_DIR)/node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache

@@ -59,6 +59,8 @@ SHARED: dict[str, frozenset[str]] = {
         {
             "actions",
             "base",
+            # How an event's data is read without a parse: StreamEvent's, and the stream grammar's.
+            "event_type",
             "exceptions",
             "numbers",
             "options",

@@ -33,36 +33,15 @@ from gateway_policies.testing import (
     tool_use_block,
 )
 
-from .support.client import HEADERS, error_of, policy_chain, request_body, sse_frames
-from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.client import error_of, policy_chain, sse_frames
+from .support.fake_upstream import MODEL, FakeUpstream
+from .support.framings import frame, post_stream, sse_reply, wire
 from .support.gateway import GatewayFactory
 from .support.sdk import sdk
 
 TOOLS: list[Any] = [{"name": "bash", "description": "bash", "input_schema": {"type": "object"}}]
 BLOCK_BASH = policy_chain(("block_tool_calls", {"rules": [{"tool": "^bash$"}]}))
 CHAINS = pytest.mark.parametrize("chain", [None, BLOCK_BASH], ids=["no-policies", "tool-gate"])
-
-
-def frame(event: StreamEvent, name: str | None = None) -> bytes:
-    """`event` on the wire under `name` (its own by default); None: with no `event:` line."""
-    label = event.event if name is None else name
-    head = f"event: {label}\n" if label else ""
-    return f"{head}data: {event.data}\n\n".encode()
-
-
-def wire(*events: StreamEvent) -> list[bytes]:
-    return [frame(event) for event in events]
-
-
-def sse_reply(frames: list[bytes]) -> Reply:
-    """A 200 event stream carrying exactly `frames`, then a clean end."""
-    return Reply(chunks=lambda: iter(frames), content_type="text/event-stream")
-
-
-def post_stream(url: str) -> httpx2.Response:
-    return httpx2.post(
-        f"{url}/v1/messages", json=request_body(stream=True), headers=HEADERS, timeout=10
-    )
 
 
 def sdk_events(url: str) -> tuple[list[Any], anthropic.APIStatusError | None]:

@@ -85,6 +85,8 @@ MODEL_OTHER = "other"
 ATTRIBUTE_CALL_ID = "call_id"
 # The log line each load of a policy chain writes, which operators' queries look for.
 LOG_POLICY_CHAIN_LOADED = "policy chain loaded"
+# The log line that ends every call (`policy-gateway logs` and the docs' queries read it).
+LOG_CALL_FINISHED = "call finished"
 
 # The retry ladder (issue 26).
 # On the span of the attempt a repair answers (or a span of its own before the

@@ -15,9 +15,9 @@ import re
 
 _STRING = r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
 _DELTA = re.compile(
-    r'\{"type":"content_block_delta","index":(?:0|[1-9][0-9]*),"delta":\{"type":'
-    r'"(?:text_delta|input_json_delta|thinking_delta|signature_delta)",'
-    r'"(?:text|partial_json|thinking|signature)":' + _STRING + r"\}\}"
+    r'\{"type":"content_block_delta","index":(0|[1-9][0-9]*),"delta":\{"type":'
+    r'"(text_delta|input_json_delta|thinking_delta|signature_delta)",'
+    r'"(text|partial_json|thinking|signature)":' + _STRING + r"\}\}"
 )
 
 
@@ -25,6 +25,12 @@ def type_named(payload: object) -> str | None:
     """The string `type` of a parsed JSON object; None for anything else."""
     kind = payload.get("type") if isinstance(payload, dict) else None
     return kind if isinstance(kind, str) else None
+
+
+def compact_delta(raw: str) -> tuple[int, str, str] | None:
+    """The index, delta type and field name of a delta in the API's compact form, else None."""
+    match = _DELTA.fullmatch(raw)
+    return None if match is None else (int(match[1]), match[2], match[3])
 
 
 def type_of(raw: str) -> str | None:

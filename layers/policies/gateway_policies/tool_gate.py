@@ -42,12 +42,34 @@ from .upstream_tools import (
 
 log = logging.getLogger("gateway_policies.tool_gate")
 
+TRACKED_BY_EVERY_SDK = ("tool_use", "server_tool_use")
+"""The call blocks whose input every SDK's stream assembles from the deltas."""
 _UNREADABLE = "its input is not valid JSON, so it could not be checked"
 
 
 def canonical_input(value: Any) -> str:
     """The tool input as the text rules match against, the same in a response and a stream."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def assembled_inputs(block: JSONObject, partials: list[str]) -> list[Any]:
+    """Each input an SDK can make of a streamed call: from its start's `input` and the
+    `partial_json` of its `input_json_delta`s. ValueError when the partials are not JSON.
+
+    The SDKs disagree at the edges, so every reading is judged: once a delta came, the
+    TypeScript SDK takes the partials ({} when all were empty) where the Python SDK keeps
+    the start's input unless some partial had text; and both SDKs' plain (non-beta)
+    streams leave an `mcp_tool_use`'s input as its start gave it.
+    """
+    start = block.get("input", {})
+    if not partials:
+        return [start]
+    raw = "".join(partials)
+    streamed = json.loads(raw) if raw else {}
+    replaced = bool(raw) and block.get("type") in TRACKED_BY_EVERY_SDK
+    if replaced or canonical_input(streamed) == canonical_input(start):
+        return [streamed]
+    return [start, streamed]
 
 
 def blocked_text(policy: str, tool: str, reason: str, *, upstream: bool = False) -> str:
@@ -99,6 +121,7 @@ class GateState:
     held: list[StreamEvent] | None = None
     index: Any = None
     input: list[str] = field(default_factory=list)
+    """The held call's `input_json_delta` partials, empty ones included."""
     blocked: int = 0
     kept: int = 0
     withheld: dict[str, str] = field(default_factory=dict)
@@ -150,12 +173,19 @@ class ToolCallGate(Policy[OptionsT]):
             if reason is not None:
                 raise refuse_server_tool(tool, self.label, reason)
 
-    async def _verdict(self, tool: str, raw_input: str, ctx: PolicyContext) -> Block | None:
+    async def _verdict(
+        self, tool: str, block: JSONObject, partials: list[str], ctx: PolicyContext
+    ) -> Block | None:
+        """Why a streamed call is blocked: the first block for any input a client may assemble."""
         try:
-            parsed = json.loads(raw_input) if raw_input.strip() else {}
+            inputs = assembled_inputs(block, partials)
         except ValueError:
             return Block(_UNREADABLE)
-        return _as_block(await self.blocked(tool, parsed, ctx))
+        for tool_input in inputs:
+            found = _as_block(await self.blocked(tool, tool_input, ctx))
+            if found is not None:
+                return found
+        return None
 
     async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
         content = response.get("content")
@@ -218,7 +248,7 @@ class ToolCallGate(Policy[OptionsT]):
                 return []
             if kind == "content_block_stop":
                 state.held = None
-                return await self._release(held, event, "".join(state.input), ctx)
+                return await self._release(held, event, state.input, ctx)
         if kind == "message_delta":
             owed = self._settle(held, state, ctx, "the message ended before its block did")
             return [*owed, self._fix_stop_reason(event, state)]
@@ -253,14 +283,12 @@ class ToolCallGate(Policy[OptionsT]):
         return self._replace_blocked(block, start.get("index"), None, Block(reason), state, ctx)
 
     async def _release(
-        self, held: list[StreamEvent], stop: StreamEvent, raw_input: str, ctx: PolicyContext
+        self, held: list[StreamEvent], stop: StreamEvent, partials: list[str], ctx: PolicyContext
     ) -> list[StreamEvent]:
         state = ctx.state(self, GateState)
         block = held[0].json["content_block"]
         tool = str(block.get("name"))
-        # A start that already carries its whole input has no deltas to read.
-        source = raw_input if len(held) > 1 else json.dumps(block.get("input", {}))
-        found = await self._verdict(tool, source, ctx)
+        found = await self._verdict(tool, block, partials, ctx)
         upstream = _is_upstream(block)
         if upstream:
             self._log_upstream_call(block, found, ctx)

@@ -8,6 +8,7 @@
     policy-gateway init [--stack NAME] [--region R] [--secrets]
     policy-gateway doctor --stack NAME [--region R] [--url URL]
     policy-gateway budget CALLER|top [--limit N] [--stack NAME] [--region R]
+    policy-gateway logs [--file F] [--stack NAME [--since 10m] [--follow]] [--all]
     policy-gateway --version
 
 The operator commands honour the standard AWS SDK environment (region,
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 
 from .. import settings
+from . import logs
 from .commands import TOP, budget, doctor, flag, init, policy, say
 from .operator_errors import explain
 
@@ -165,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _targeted(spent)
     spent.set_defaults(handler=budget)
+    logs.register(commands)
     return parser
 
 

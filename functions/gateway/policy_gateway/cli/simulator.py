@@ -4,46 +4,30 @@ It answers like the real API, JSON and SSE, with the API's error shapes: an
 unknown model is a 404 `not_found_error` and a malformed request a 400
 `invalid_request_error`, which is enough to watch a policy-caused error turn
 into a passthrough fallback. Its replies, a tool call among them, are
-simulated_reply.py's. It is only ever started when asked for
-(`policy-gateway serve --simulate-upstream`), never in Lambda.
+simulated_reply.py's. It also answers the Models API (simulated_models.py) and
+Message Batches (simulated_batches.py), so a client's batch runs locally too;
+any other route is a 404 that names the simulator (simulated_errors.py). It is
+only ever started when asked for (`policy-gateway serve --simulate-upstream`),
+never in Lambda.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import uuid
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import error_body
-from .simulated_reply import input_tokens, reply_events, reply_message, request_problem
-
-# Current model families answer; anything else (a typo, a retired model such as
-# claude-instant-1.2) is a 404 `not_found_error`, as the real API answers.
-KNOWN_MODELS = re.compile(r"^claude-(?:(?:opus|sonnet|haiku|fable|mythos)-\d[\w.-]*|3-[\w.-]+)$")
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    body = error_body(status, message)
-    body["request_id"] = f"req_sim_{uuid.uuid4().hex[:20]}"
-    return JSONResponse(body, status_code=status)
-
-
-def _validate(body: Any, count_tokens: bool) -> JSONResponse | None:
-    if isinstance(body, dict):
-        model = body.get("model")
-        if not isinstance(model, str):
-            return _error(400, "model: Field required")
-        if not KNOWN_MODELS.match(model):
-            return _error(404, f"model: {model}")
-    problem = request_problem(body, count_tokens)
-    return None if problem is None else _error(400, problem)
+from .simulated_batches import Clock, SimulatedBatches
+from .simulated_errors import error, refusal, request_id
+from .simulated_models import get_model, list_models
+from .simulated_reply import input_tokens, reply_events, reply_message
 
 
 async def _stream(message: dict[str, Any]) -> AsyncIterator[bytes]:
@@ -56,10 +40,10 @@ async def _accepted(request: Request, count_tokens: bool) -> dict[str, Any] | JS
     try:
         body = json.loads(await request.body())
     except ValueError:
-        return _error(400, "Request body is not valid JSON.")
-    invalid = _validate(body, count_tokens)
-    if invalid is not None:
-        return invalid
+        return error(400, "Request body is not valid JSON.")
+    refused = refusal(body, count_tokens)
+    if refused is not None:
+        return error(*refused)
     assert isinstance(body, dict)
     return body
 
@@ -69,7 +53,7 @@ async def messages(request: Request) -> Response:
     if isinstance(body, JSONResponse):
         return body
     message = reply_message(body, body["model"])
-    headers = {"request-id": f"req_sim_{uuid.uuid4().hex[:20]}"}
+    headers = {"request-id": request_id()}
     if body.get("stream") is True:
         return StreamingResponse(_stream(message), media_type="text/event-stream", headers=headers)
     return JSONResponse(message, headers=headers)
@@ -82,10 +66,27 @@ async def count_tokens(request: Request) -> Response:
     return JSONResponse({"input_tokens": input_tokens(body)})
 
 
-def create_simulator() -> Starlette:
+async def _unserved(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 and 405 (a route or method it lacks), in the API's error shape."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 404
+    return error(status, f"{request.method} {request.url.path}")
+
+
+def create_simulator(clock: Clock = time.time) -> Starlette:
+    batches = SimulatedBatches(clock)
+    batch = "/v1/messages/batches/{message_batch_id}"
     return Starlette(
         routes=[
             Route("/v1/messages", messages, methods=["POST"]),
             Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
-        ]
+            Route("/v1/messages/batches", batches.create, methods=["POST"]),
+            Route("/v1/messages/batches", batches.list, methods=["GET"]),
+            Route(batch, batches.retrieve, methods=["GET"]),
+            Route(batch, batches.delete, methods=["DELETE"]),
+            Route(f"{batch}/cancel", batches.cancel, methods=["POST"]),
+            Route(f"{batch}/results", batches.results, methods=["GET"]),
+            Route("/v1/models", list_models, methods=["GET"]),
+            Route("/v1/models/{model_id}", get_model, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: _unserved},
     )

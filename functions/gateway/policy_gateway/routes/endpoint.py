@@ -274,7 +274,7 @@ def _finish(call: Call) -> None:
     audited = audit.call_fields(call)
     metrics.flush()
     logger.info(
-        "call finished",
+        names.LOG_CALL_FINISHED,
         extra={
             "endpoint": call.endpoint,
             "status": call.status,

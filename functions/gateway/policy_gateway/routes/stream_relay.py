@@ -7,12 +7,15 @@ After the commit a failure can only be one `event: error` frame, as the API
 sends one.
 `StreamRelay._fail` is that one decision.
 
-Two upstream faults are failures too, never relayed as they came. A frame
+Three upstream faults are failures too, never relayed as they came. A frame
 whose `event:` name is missing or differs from its data's `type`: the SDKs
 act on the data's `type` (and skip a frame with no name), so such a frame
-means one thing to the policies and another to the client. And a stream that
-ends before `message_stop` (or an `error` event): the client must not take a
-cut-short message for a finished one.
+means one thing to the policies and another to the client. An event out of
+the order the SDKs assemble a message by (gateway_policies.runtime.stream_grammar):
+a policy judging events one by one would judge another message than the
+client's. Both are checked on every stream, policies or none. And a stream
+that ends before `message_stop` (or an `error` event): the client must not
+take a cut-short message for a finished one.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import time
 import anyio
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation, StreamEvent
 from gateway_policies.runtime.sse import SSEDecoder, encode_many
+from gateway_policies.runtime.stream_grammar import GrammarError, StreamGrammar
 
 from .. import names
 from ..call import DEADLINE_ERROR, Call, merge_headers
@@ -49,8 +53,6 @@ MISLABELLED = (
     "api_error",
 )
 CUT_SHORT = (502, "The upstream stream ended before its message did.", "api_error")
-# The events after which an upstream stream may end.
-_ENDINGS = frozenset({"message_stop", "error"})
 
 
 def watched(chain: PolicyChain) -> bool:
@@ -69,8 +71,7 @@ class StreamRelay:
         self.ctx = ctx
         self.call = call
         self.committed = False
-        self.ended = False
-        """Whether the upstream sent an event that may end its stream."""
+        self.grammar = StreamGrammar()
         self.decoder = SSEDecoder()
         self.usage = StreamUsage()
 
@@ -124,7 +125,7 @@ class StreamRelay:
         last = self.decoder.flush()
         if last:
             await self._admit(last)
-        if not self.ended:
+        if not self.grammar.ended:
             raise GatewayError(*CUT_SHORT)
         if self.chain.reads_stream:
             await self._deliver(await self.chain.apply_stream_end(self.ctx))
@@ -132,18 +133,30 @@ class StreamRelay:
             raise GatewayError(502, "No event of the upstream stream was left to relay.")
 
     async def _admit(self, events: list[StreamEvent]) -> None:
-        """Emit `events` up to the first whose name is not its data's type, then refuse."""
+        """Emit `events` up to the first the client must not see, then refuse."""
         for position, event in enumerate(events):
-            kind = event.type
-            if not kind or kind != event.event:
+            try:
+                kind = self._checked(event)
+            except GatewayError:
                 if position:
                     await self._emit(events[:position])
-                raise GatewayError(*MISLABELLED)
-            if kind in _ENDINGS:
-                self.ended = True
-            elif kind in USAGE_EVENTS:
+                raise
+            if kind in USAGE_EVENTS:
                 self.usage.see(event, kind)
         await self._emit(events)
+
+    def _checked(self, event: StreamEvent) -> str:
+        """The type `event`'s data names, once its name and its place in the stream agree."""
+        kind = event.type
+        if not kind or kind != event.event:
+            raise GatewayError(*MISLABELLED)
+        try:
+            self.grammar.check(event, kind)
+        except GrammarError as exc:
+            raise GatewayError(
+                502, f"The upstream stream broke the order of a Messages stream: {exc}."
+            ) from None
+        return kind
 
     async def _emit(self, events: list[StreamEvent]) -> None:
         if not self.chain.reads_stream:
