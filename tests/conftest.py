@@ -78,7 +78,7 @@ SERVING_FIXTURES = frozenset(
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tiers (README: "Tests"): `unit` and `deploy` are marked by module; every
+    """The tiers (docs/architecture.md: "Tests"): `unit` and `deploy` are marked by module; every
     other test is a gateway test, through real sockets, with moto behind it."""
     for item in items:
         if item.get_closest_marker("unit") is None:

@@ -1,4 +1,4 @@
-"""The codebase's shape, as the README promises it: the tree it draws, no module too big."""
+"""The codebase's shape, as docs/architecture.md draws it: its trees, no module too big."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ pytestmark = pytest.mark.unit
 
 PACKAGE = ROOT / "functions" / "gateway" / "policy_gateway"
 LAYER = ROOT / "layers" / "policies" / "gateway_policies"
-README = ROOT / "README.md"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 TESTS = ROOT / "tests"
 MAX_FUNCTION_LINES = 60
 
 
-def readme_tree(root: str) -> set[str]:
-    """The files and folders the README's tree under `root` names, as paths inside it."""
-    text = README.read_text()
+def drawn_tree(root: str) -> set[str]:
+    """The files and folders the architecture doc's tree under `root` names, as paths inside it."""
+    text = ARCHITECTURE.read_text()
     block = text[text.index(f"```\n{root}\n") :].split("```")[1]
     parents: list[str] = []
     named = set()
@@ -40,7 +40,7 @@ def readme_tree(root: str) -> set[str]:
 
 def package_tree(package: Path, summarized: tuple[str, ...] = ()) -> set[str]:
     """The package's modules and folders; a `summarized` folder's modules, which the
-    README names in prose (the built-in policies), are left out."""
+    architecture doc names in prose (the built-in policies), are left out."""
     files = {
         path.relative_to(package).as_posix()
         for path in package.rglob("*.py")
@@ -54,13 +54,13 @@ def package_tree(package: Path, summarized: tuple[str, ...] = ()) -> set[str]:
     return files | folders
 
 
-def test_the_readmes_trees_are_the_packages() -> None:
-    assert readme_tree("functions/gateway/policy_gateway/") == package_tree(PACKAGE)
-    assert readme_tree("layers/policies/gateway_policies/") == package_tree(LAYER, ("builtin",))
+def test_the_drawn_trees_are_the_packages() -> None:
+    assert drawn_tree("functions/gateway/policy_gateway/") == package_tree(PACKAGE)
+    assert drawn_tree("layers/policies/gateway_policies/") == package_tree(LAYER, ("builtin",))
 
 
 def test_the_tree_check_reads_nested_folders() -> None:
-    tree = readme_tree("functions/gateway/policy_gateway/")
+    tree = drawn_tree("functions/gateway/policy_gateway/")
     assert {"upstream", "upstream/bedrock", "upstream/bedrock/eventstream.py"} <= tree
     assert {"app.py", "surface.py", "cli/doctor/values.py"} <= tree
 
@@ -88,7 +88,7 @@ def test_the_environment_is_read_in_settings_only() -> None:
 
 
 def test_unit_tests_import_nothing_that_serves() -> None:
-    """The unit tier (README: "Tests") runs without moto, servers or a gateway process."""
+    """The unit tier (docs/architecture.md, "Tests") needs no moto, server or gateway process."""
     serving = ("moto", "boto3", "tests.support.servers", "tests.support.aws", "uvicorn")
     offending = []
     for path in sorted(TESTS.glob("test_*.py")):
@@ -122,7 +122,7 @@ def _test_modules_imported(tree: ast.AST) -> list[str]:
 
 
 def test_no_test_file_imports_another() -> None:
-    """README ("Tests"): what two test files share lives in tests/support/."""
+    """docs/architecture.md ("Tests"): what two test files share lives in tests/support/."""
     importing = [
         f"{path.name}: {name}"
         for path in sorted(TESTS.glob("test_*.py"))

@@ -28,7 +28,7 @@ from .support.servers import ROOT, ThreadedServer, gateway_process, serving
 
 MODEL = "claude-sonnet-4-6"
 SECRET = "AKIAIOSFODNN7EXAMPLE"
-README_URL = "http://127.0.0.1:8080"
+DOCUMENTED_URL = "http://127.0.0.1:8080"
 REDACT = json.dumps({"policies": [{"policy": "redact_secrets", "options": {}}]})
 
 
@@ -197,20 +197,21 @@ def test_an_unserved_route_through_the_gateway_names_the_simulator(
         sdk(url).beta.files.list()
 
 
-def readme_block(containing: str) -> str:
-    """The README's ```python block that contains `containing`."""
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+def documented_block(containing: str) -> str:
+    """docs/reference.md's ```python block that contains `containing`."""
+    text = (ROOT / "docs" / "reference.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
     found = [block for block in blocks if containing in block]
-    assert len(found) == 1, f"{len(found)} README python blocks contain {containing!r}"
+    assert len(found) == 1, f"{len(found)} python blocks in docs/reference.md hold {containing!r}"
     return str(found[0])
 
 
-def test_the_readme_s_batch_example_runs_against_serve_s_simulator(
+def test_the_documented_batch_example_runs_against_serve_s_simulator(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """As written, against `policy-gateway serve --simulate-upstream` (what `make run` starts)."""
     monkeypatch.delenv(settings.ENV_UPSTREAM_BASE_URL, raising=False)
-    example = readme_block("client.messages.batches.create")
+    example = documented_block("client.messages.batches.create")
     with gateway_process(
         {}, stdout_path=tmp_path / "serve.log", serve_args=["--simulate-upstream"]
     ) as (
@@ -218,7 +219,7 @@ def test_the_readme_s_batch_example_runs_against_serve_s_simulator(
         _,
     ):
         ran = subprocess.run(
-            [sys.executable, "-c", example.replace(README_URL, url)],
+            [sys.executable, "-c", example.replace(DOCUMENTED_URL, url)],
             capture_output=True,
             text=True,
             timeout=60,

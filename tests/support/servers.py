@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -16,6 +15,8 @@ from typing import Any
 
 import httpx2
 import uvicorn
+
+from .printed import json_objects
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,15 +91,7 @@ def serving(app: Any) -> Iterator[ThreadedServer]:
 
 def json_lines(text: str) -> list[dict[str, Any]]:
     """The lines of a process's output that are JSON objects (logs and EMF metrics)."""
-    parsed = []
-    for line in text.splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            parsed.append(value)
-    return parsed
+    return [value for _, value in json_objects(text)]
 
 
 def wait_ready(
