@@ -19,7 +19,6 @@ import logging
 import os
 import threading
 import time
-import warnings
 from typing import Any
 
 from .. import settings
@@ -109,11 +108,7 @@ def start_embedded_aws(port: int) -> str | None:
     # moto binds in a thread of its own and waits forever if it cannot: try first.
     ensure_free("embedded SSM", LOOPBACK, port, SSM_PORT_OPTION)
     try:
-        with warnings.catch_warnings():
-            # requests, which moto imports, warns that the locked urllib3 is newer
-            # than the range it was released against: nothing of the gateway's.
-            warnings.filterwarnings("ignore", message="urllib3 .* doesn't match a supported")
-            from moto.server import ThreadedMotoServer
+        from moto.server import ThreadedMotoServer
     except ImportError:
         raise SystemExit(
             "--embedded-ssm needs moto: install the local run's lock (make run does)"
