@@ -55,6 +55,22 @@ def read_chain_file(path: str) -> ChainFile:
     return ChainFile(path, text, document)
 
 
+def inline_chain_problem(text: str) -> str | None:
+    """Why an inline chain (POLICY_CONFIG) cannot load, in a line; None when it can.
+
+    `serve` refuses to start on it: an inline chain cannot change while the process
+    lives, so a broken one would answer every call with a 500 (a chain in SSM keeps its
+    last good version instead, and the operator can fix the parameter).
+    """
+    from gateway_policies import PolicyConfigError, load_document
+
+    try:
+        load_document(text)
+    except PolicyConfigError as exc:
+        return " ".join(str(exc).split())
+    return None
+
+
 def _canonical(text: str) -> list[str]:
     # Key order and whitespace are not changes the gateway can see.
     try:
