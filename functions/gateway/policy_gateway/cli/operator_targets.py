@@ -66,10 +66,10 @@ class Targets:
             return []
         return [name for name in self.parameters if name not in KNOWN_PARAMETERS]
 
-    def nearest(self, name: str) -> str | None:
-        """The known parameter name closest to `name`, when one is close enough to be meant."""
-        known = [other for other in (*KNOWN_PARAMETERS, *self.parameters) if other != name]
-        close = difflib.get_close_matches(name, known, n=1, cutoff=SUGGEST_CUTOFF)
+    @staticmethod
+    def nearest(name: str) -> str | None:
+        """The default name closest to `name`, when one is close enough to be meant."""
+        close = difflib.get_close_matches(name, KNOWN_PARAMETERS, n=1, cutoff=SUGGEST_CUTOFF)
         return close[0] if close else None
 
     def existing_parameter(self, name: str, what: str) -> dict[str, Any]:
@@ -85,15 +85,16 @@ class Targets:
         return parameter
 
     def _missing_step(self, name: str) -> str:
+        # A stack's own names, and the defaults, are right: they are just not created yet.
+        if name not in self.unknown_names():
+            return self.init_command
         close = self.nearest(name)
         if close:
             return f"did you mean {close}? set {self.parameters[name]} to it"
-        if name in self.unknown_names():
-            return (
-                "run `policy-gateway init --custom-names` to create this name "
-                "(or pass --stack NAME to use a deployed stack's names)"
-            )
-        return self.init_command
+        return (
+            "run `policy-gateway init --custom-names` to create this name "
+            "(or pass --stack NAME to use a deployed stack's names)"
+        )
 
     def setting_source(self, name: str) -> str:
         """Where the value of the variable `name` came from, for the operator to judge."""
