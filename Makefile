@@ -26,7 +26,7 @@ TS_STAMP := $(TS_DIR)/node_modules/.installed-$(shell cat $(TS_DIR)/package.json
 PORT ?= 8080
 SSM_PORT ?= 8787
 
-.PHONY: run build test test-fast test-unit lint scan ts-client check-locks lock lock-upgrade bench clean
+.PHONY: run build test test-fast test-unit test-policy lint scan ts-client check-locks lock lock-upgrade bench clean
 
 # The project itself goes in last, editable, without dependencies and without
 # build isolation: everything it needs, build tools included, came from the lock.
@@ -112,6 +112,14 @@ test-fast: lint ts-client
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -m unit
+
+# A policy's own tests (docs/policies.md: Testing it), in the dev virtualenv, with the
+# policy's folder and the policies layer on the import path as a deployed gateway has
+# them: make test-policy POLICY=examples/policies (a folder or a test file).
+test-policy: $(STAMP)
+	@test -n "$(POLICY)" || { echo "usage: make test-policy POLICY=<folder or test file>"; exit 2; }
+	PYTHONPATH="$(abspath $(if $(wildcard $(POLICY)/.),$(POLICY),$(dir $(POLICY)))):$(CURDIR)/layers/policies" \
+		$(BIN)/python -m pytest -p no:cacheprovider $(POLICY)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run

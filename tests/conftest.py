@@ -22,6 +22,7 @@ from moto.server import ThreadedMotoServer
 from policy_gateway import settings
 from policy_gateway.app import create_app
 from policy_gateway.fallback.budget_table import create_table
+from policy_gateway.observability import metrics
 from policy_gateway.observability.logs import logger
 
 from .support.aws import AWSProxy
@@ -96,6 +97,21 @@ def _aws_sandbox() -> None:
     os.environ.update(AWS_TEST_ENV)
     for service in AWS_SERVICES:
         os.environ[f"AWS_ENDPOINT_URL_{service}"] = NO_AWS
+
+
+def _drop_emf(*_: object, **__: object) -> None:
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _metrics_per_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Powertools keeps its metric set in class-level state: each test starts and ends with
+    it empty, so metrics an in-process gateway buffered never flush in a later test. EMF
+    documents stay out of pytest's captured output (`gateway_stdout` collects them)."""
+    metrics.discard()
+    monkeypatch.setattr(emf_module, "print", _drop_emf, raising=False)
+    yield
+    metrics.discard()
 
 
 @pytest.fixture(scope="session")

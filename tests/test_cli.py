@@ -18,13 +18,17 @@ import pytest
 from policy_gateway import settings
 from policy_gateway.auth.authenticator import key_caller
 from policy_gateway.cli.standins import LOCAL_FALLBACK_BUDGET_TABLE
-from policy_gateway.fallback.budget_table import DynamoDBStore, window_start
+from policy_gateway.fallback.budget_table import DynamoDBStore, create_table, window_start
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
 
 from .support.cli import cli, status_of
 from .support.clock import eventually
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
 from .support.sdk import REPLACE, ask_text, sdk
-from .support.servers import ROOT, free_port, gateway_process
+from .support.servers import ROOT, free_port, gateway_process, serving
 
 
 def test_flag_on_off_status(ssm: Any) -> None:
@@ -66,11 +70,33 @@ def test_a_mistyped_flag_parameter_is_refused_and_nothing_is_created(ssm: Any) -
     typo = "/policy-gatway/passthrough-fallback-enabled"
     line = _one_line(cli("flag", "off", env={settings.ENV_FLAG_PARAMETER: typo}))
     assert f"SSM parameter {typo} (the fallback flag, named by this shell's environment" in line
-    assert "run `policy-gateway init`" in line
+    assert line.endswith(
+        f"did you mean {settings.DEFAULT_FLAG_PARAMETER}? set {settings.ENV_FLAG_PARAMETER} to it"
+    )
+    # The advice the issue found creating the typo: init refuses a name nothing uses.
+    refused = cli("init", env={settings.ENV_FLAG_PARAMETER: typo})
+    assert refused.returncode == 2
+    assert _one_line(refused) == (
+        f"policy-gateway init: {settings.ENV_FLAG_PARAMETER}={typo} is neither a default name "
+        f"nor a stack's; nothing created; did you mean {settings.DEFAULT_FLAG_PARAMETER}?"
+    )
     names = [p["Name"] for p in ssm.describe_parameters()["Parameters"]]
     assert typo not in names
     real = ssm.get_parameter(Name=settings.DEFAULT_FLAG_PARAMETER)["Parameter"]
     assert (real["Value"], real["Version"]) == ("true", 2)
+
+
+def test_init_creates_a_name_of_its_own_only_when_told(ssm: Any) -> None:
+    own = {settings.ENV_POLICY_CONFIG_PARAMETER: "/team-a/gateway/chain"}
+    refused = cli("init", env=own)
+    assert "pass --custom-names to create it" in _one_line(refused)
+    assert ssm.describe_parameters()["Parameters"] == []
+    missing = _one_line(cli("policy", "show", env=own))
+    assert "run `policy-gateway init --custom-names` to create this name" in missing
+    created = cli("init", "--custom-names", env=own)
+    assert created.returncode == 0, created.stderr
+    assert "created  /team-a/gateway/chain" in created.stdout
+    assert status_of(cli("policy", "show", env=own))["document"] == {"policies": []}
 
 
 def test_policy_set_and_show_before_init_refuse_with_the_next_step(
@@ -223,14 +249,19 @@ def test_policy_set_validates_then_writes_and_show_reads(tmp_path: Path, ssm: An
     good.write_text(REPLACE)
     written = status_of(cli("policy", "set", str(good)))
     assert written["parameter"] == settings.DEFAULT_POLICY_CONFIG_PARAMETER
-    assert json.loads(written["value"]) == json.loads(REPLACE)
+    assert written["document"] == json.loads(REPLACE)
     bad = tmp_path / "bad.json"
     bad.write_text('{"policies": [{"policy": "no_such_policy"}]}')
     refused = cli("policy", "set", str(bad))
     assert refused.returncode == 2
     assert "no_such_policy" in refused.stderr
-    shown = status_of(cli("policy", "show"))
-    assert json.loads(shown["value"]) == json.loads(REPLACE)
+    shown_text = cli("policy", "show")
+    shown = status_of(shown_text)
+    # The document itself, printed as JSON is read: not one escaped string.
+    assert shown["document"] == json.loads(REPLACE)
+    assert "value" not in shown
+    assert '\\"' not in shown_text.stdout
+    assert '    "policies": [' in shown_text.stdout
     assert shown["version"] == 2
     assert shown["gateway_ttl_seconds"] == settings.DEFAULT_POLICY_CONFIG_TTL
 
@@ -398,3 +429,87 @@ def test_policy_validate_diff_and_show_display_a_callers_chain(tmp_path: Path, s
     assert grouped["resolution"]["chain"] == "group:contractors"
     assert grouped["resolution"]["shadow"] == ["noop"]
     assert status_of(cli("policy", "show", "--caller", "zed"))["resolution"]["chain"] == "default"
+
+
+# Not the session's us-east-1, so a command that read another source would find nothing.
+OTHER_REGION = "eu-west-2"
+BUDGET = "region-test-budget"
+
+
+def _region_from(source: str, tmp_path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The environment that names OTHER_REGION through `source` alone, and what to unset."""
+    both = ("AWS_REGION", "AWS_DEFAULT_REGION")
+    if source == "profile":
+        config = tmp_path / "aws-config"
+        config.write_text(f"[default]\nregion = {OTHER_REGION}\n")
+        return {"AWS_CONFIG_FILE": str(config)}, both
+    if source == "AWS_REGION over AWS_DEFAULT_REGION":
+        return {"AWS_REGION": OTHER_REGION, "AWS_DEFAULT_REGION": "us-east-1"}, ()
+    return {source: OTHER_REGION}, tuple(name for name in both if name != source)
+
+
+@pytest.mark.parametrize(
+    "source", ["AWS_REGION", "AWS_DEFAULT_REGION", "profile", "AWS_REGION over AWS_DEFAULT_REGION"]
+)
+def test_every_command_takes_the_region_as_the_sdks_do(
+    source: str, tmp_path: Path, moto_endpoint: str
+) -> None:
+    """One rule for init, flag, policy, budget (and doctor: tests/test_doctor.py)."""
+    env, unset = _region_from(source, tmp_path)
+    created = cli("init", env=env, unset=unset)
+    assert created.returncode == 0, created.stderr
+    ssm = boto3.client("ssm", region_name=OTHER_REGION)
+    assert ssm.get_parameter(Name=settings.DEFAULT_FLAG_PARAMETER)["Parameter"]["Value"] == "false"
+    assert status_of(cli("flag", "on", env=env, unset=unset))["fallback_enabled"] is True
+    assert status_of(cli("policy", "show", env=env, unset=unset))["document"] == {"policies": []}
+    create_table(boto3.client("dynamodb", region_name=OTHER_REGION), BUDGET)
+    table = {**env, settings.ENV_FALLBACK_BUDGET_TABLE: BUDGET}
+    assert status_of(cli("budget", "someone", env=table, unset=unset))["table"] == BUDGET
+
+
+def test_no_region_anywhere_says_how_to_set_one(tmp_path: Path) -> None:
+    empty = tmp_path / "aws-config"
+    empty.write_text("")
+    result = cli(
+        "flag",
+        "status",
+        env={"AWS_CONFIG_FILE": str(empty)},
+        unset=("AWS_REGION", "AWS_DEFAULT_REGION"),
+    )
+    assert (
+        _one_line(result)
+        == "policy-gateway flag: no AWS region set; pass --region or set AWS_REGION"
+    )
+
+
+def test_policy_help_describes_its_actions_and_every_region_option_has_help() -> None:
+    shown = cli("policy", "--help")
+    assert shown.returncode == 0
+    for action in ("show ", "validate FILE", "diff FILE", "set FILE"):
+        assert f"\n  {action}" in shown.stdout
+    for command in ("flag", "policy", "init", "doctor", "budget"):
+        text = " ".join(cli(command, "--help").stdout.split())
+        assert "--region REGION AWS region (default: AWS_REGION, then AWS_DEFAULT_REGION" in text
+
+
+def _web_page(request: Request) -> Response:
+    # What `make run`'s stand-in answers for a service it cannot serve (werkzeug's 500).
+    return HTMLResponse(
+        "<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n", 500
+    )
+
+
+@pytest.mark.parametrize("command", [("doctor",), ("flag", "status"), ("policy", "show")])
+def test_an_endpoint_that_is_not_aws_is_one_line_never_its_page(command: tuple[str, ...]) -> None:
+    page = Starlette(routes=[Route("/{path:path}", _web_page, methods=["GET", "POST"])])
+    with serving(page) as server:
+        result = cli(
+            *command,
+            "--stack",
+            "policy-gateway",
+            env={"AWS_ENDPOINT_URL_CLOUDFORMATION": server.url},
+        )
+    line = _one_line(result)
+    assert "<" not in line
+    assert "not an AWS response" in line
+    assert "--stack and doctor need a deployed stack" in line

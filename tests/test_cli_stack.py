@@ -7,6 +7,7 @@ gateway started in this shell are never touched.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ def test_policy_with_stack_sets_and_diffs_its_chain(
     chain.write_text(REPLACE)
     assert on_stack("policy", "diff", str(chain)).stdout.startswith(f"--- {chain_name} (version 1)")
     written = status_of(on_stack("policy", "set", str(chain)))
-    assert (written["parameter"], written["value"]) == (chain_name, REPLACE)
+    assert (written["parameter"], written["document"]) == (chain_name, json.loads(REPLACE))
     assert written["gateway_ttl_from"] == (
         f"{settings.ENV_POLICY_CONFIG_TTL} in stack {STACK}'s function environment"
     )

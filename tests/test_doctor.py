@@ -180,6 +180,16 @@ def test_doctor_passes_a_healthy_stack(deployed: Deployed) -> None:
     assert "fallback off" in results["fallback flag"]
 
 
+@pytest.mark.parametrize("unset", ["AWS_DEFAULT_REGION", "AWS_REGION"])
+def test_doctor_takes_the_region_as_every_command_does(deployed: Deployed, unset: str) -> None:
+    """It once ignored AWS_REGION and then asked for it; the rule is the SDKs' (and every
+    command's: tests/test_cli.py)."""
+    assert cli("init", "--stack", STACK, unset=(unset,)).returncode == 0
+    result = cli("doctor", "--stack", STACK, unset=(unset,))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK    stack: " in result.stdout
+
+
 def test_doctor_without_init_points_at_init(deployed: Deployed) -> None:
     code, results, printed = doctor()
     assert code == 1

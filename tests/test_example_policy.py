@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +14,7 @@ import pytest
 from gateway_policies import PolicyConfigError, load_chain
 from gateway_policies.testing import run_request
 
+from .support.cli import cli
 from .support.fake_upstream import FakeUpstream
 from .support.gateway import GatewayFactory
 from .support.sdk import ask, both, sdk
@@ -76,3 +80,41 @@ def test_example_through_the_gateway(
     assert upstream.requests[0].json["system"] == (
         "be brief\n\nThis conversation concerns ticket(s) OPS-7."
     )
+
+
+def test_make_test_policy_runs_a_policys_own_tests() -> None:
+    """The guide's command, with the dev virtualenv's interpreter standing in for .venv's."""
+    result = subprocess.run(
+        [
+            "make",
+            "-s",
+            "test-policy",
+            "POLICY=examples/policies",
+            f"BIN={Path(sys.executable).parent}",
+            "STAMP=",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed" in result.stdout
+
+
+def test_validate_says_how_to_put_a_policy_module_on_the_path(tmp_path: Path) -> None:
+    chain = tmp_path / "chain.json"
+    chain.write_text(json.dumps(CONFIG))
+    refused = cli("policy", "validate", str(chain))
+    assert refused.returncode == 2
+    (line,) = refused.stderr.splitlines()
+    assert "No module named 'ticket_tagger'" in line
+    assert line.endswith(
+        "if ticket_tagger is your policy's module, put its folder on the import path: "
+        "PYTHONPATH=<its folder> policy-gateway policy validate ..., or move it into "
+        "layers/policies/ (the layer's folder, on the path of a deployed gateway)"
+    )
+    path = os.pathsep.join([str(EXAMPLE.parent), os.environ.get("PYTHONPATH", "")])
+    accepted = cli("policy", "validate", str(chain), env={"PYTHONPATH": path})
+    assert accepted.returncode == 0, accepted.stderr

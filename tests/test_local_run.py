@@ -66,13 +66,13 @@ def held_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
-def _serve(*args: str) -> subprocess.CompletedProcess[str]:
+def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "policy_gateway", "serve", *args],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         check=False,
     )
 
@@ -327,3 +327,41 @@ def test_the_stand_in_s_budget_table_outlasts_a_first_answer_slower_than_a_servi
     assert proxy.operations.count("DynamoDB_20120810.CreateTable") == 1
     tables = boto3.client("dynamodb").list_tables()["TableNames"]
     assert "slow-first-answer" in tables
+
+
+@pytest.mark.usefixtures("no_aws_configured")
+def test_stack_commands_against_the_stand_in_are_one_line_each(tmp_path: Path) -> None:
+    """The banner's exports name AWS_REGION only: every command takes it (doctor once
+    asked for it while it was set), and what needs a deployed stack says so in a line."""
+    log = tmp_path / "serve.log"
+    serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
+    with gateway_process({"PYTHONPATH": str(ROOT)}, stdout_path=log, serve_args=serve_args):
+        operator = _operator_env(log.read_text())
+        assert "AWS_DEFAULT_REGION" not in operator
+        assert cli("flag", "status", env=operator).returncode == 0
+        for command in (
+            ("doctor", "--stack", "policy-gateway"),
+            ("flag", "status", "--stack", "policy-gateway"),
+        ):
+            result = cli(*command, env=operator)
+            assert result.returncode == 1
+            assert len(result.stderr.splitlines()) == 1, result.stderr
+            printed = result.stdout + result.stderr
+            assert "stack policy-gateway" in printed or "no stack named policy-gateway" in printed
+            assert "region" not in printed.replace("--region", "")
+            assert "<" not in printed
+
+
+@pytest.mark.usefixtures("no_aws_configured")
+@pytest.mark.parametrize("stand_ins", [False, True], ids=["inline", "make-run"])
+def test_serve_refuses_a_broken_inline_chain_in_one_line(stand_ins: bool) -> None:
+    """An inline chain cannot change while the process lives: a broken one would make a
+    "healthy" gateway whose every call is a 500. In Lambda this exit is an init failure."""
+    ports = _stand_ins(free_port(), free_port()) if stand_ins else ["--port", str(free_port())]
+    broken = '{"policies": [{"policy": "no_such_policy"}]}'
+    result = _serve(*ports, env={settings.ENV_POLICY_CONFIG: broken})
+    assert result.returncode == 1
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"policy-gateway serve: {settings.ENV_POLICY_CONFIG} is not valid: ")
+    assert "no_such_policy" in line

@@ -7,11 +7,13 @@ pyproject.toml and locks, as `make test` does.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from types import ModuleType
 
@@ -74,6 +76,18 @@ def test_shared_packages_have_one_version_across_the_sets() -> None:
         for name, version in _pins(lock.path).items():
             if name in dev:
                 assert dev[name] == version, f"{name}: {lock.name} {version}, dev {dev[name]}"
+
+
+def test_requests_accepts_the_locked_urllib3_and_charset_detectors() -> None:
+    """requests warns (RequestsDependencyWarning, on every `sam` command) when the urllib3
+    or chardet a lock pins is outside the range it was released against."""
+    # Untyped (no stubs in the dev set): its check, as it runs at import.
+    check = importlib.import_module("requests").check_compatibility
+    for name in ("dev", "serve"):
+        pins = _pins(locks.LOCKS / f"{name}.txt")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            check(pins["urllib3"], pins.get("chardet"), pins.get("charset-normalizer"))
 
 
 def test_the_scanner_has_a_lock_and_a_virtualenv_of_its_own() -> None:

@@ -39,6 +39,8 @@ ENV_BEDROCK_MODEL_MAP = "BEDROCK_MODEL_MAP"
 ENV_BEDROCK_ENDPOINT_URL = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
 # Set by Lambda itself: the function's Region, BEDROCK_REGION's default.
 ENV_AWS_REGION = "AWS_REGION"
+# The older name, the only one botocore reads itself.
+ENV_AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 ENV_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_ALLOW_FILES_API = "ALLOW_FILES_API"
@@ -282,10 +284,11 @@ class TracingSettings:
 
 
 def aws_region(env: Mapping[str, str] | None = None) -> str | None:
-    """The region for the AWS clients: botocore reads AWS_DEFAULT_REGION only, while
-    Lambda and most shells set AWS_REGION."""
+    """The region the environment names, as the AWS SDKs read it: AWS_REGION, then
+    AWS_DEFAULT_REGION (botocore reads only the latter, while Lambda and most shells set
+    the former). None leaves the profile's region to botocore."""
     env = os.environ if env is None else env
-    return env.get(ENV_AWS_REGION) or None
+    return env.get(ENV_AWS_REGION) or env.get(ENV_AWS_DEFAULT_REGION) or None
 
 
 # Read only by `policy-gateway init --secrets`, to fill the upstream key secret

@@ -29,10 +29,12 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def ssm_client(region: str | None = None) -> Any:
+def ssm_client() -> Any:
     import boto3
 
-    return boto3.client("ssm", region_name=region or settings.aws_region())
+    from .deployment import region
+
+    return boto3.client("ssm", region_name=region())
 
 
 def flag_parameter(name: str, value: str) -> dict[str, str]:
@@ -108,6 +110,12 @@ def policy(args: argparse.Namespace) -> int:
         live = targets.existing_parameter(name, "the policy chain")
         say(f"wrote {name} version {live['Version']}: {proposed.summary}")
     status = _parameter_status(live, targets.config.policy_config_ttl)
+    # The document itself, not its JSON text escaped into a string; a value that is
+    # not JSON (the gateway refuses it) is shown as it is stored.
+    try:
+        status["document"] = json.loads(status.pop("value"))
+    except ValueError:
+        status["value"] = live["Value"]
     status["gateway_ttl_seconds"] = targets.config.policy_config_ttl
     status["gateway_ttl_from"] = targets.setting_source(settings.ENV_POLICY_CONFIG_TTL)
     if args.caller:
@@ -135,6 +143,16 @@ def init(args: argparse.Namespace) -> int:
             exit_code=2,
         )
     targets = resolve(args.stack, args.region)
+    unknown = targets.unknown_names()
+    if unknown and not args.custom_names:
+        name = unknown[0]
+        close = targets.nearest(name)
+        raise OperatorError(
+            f"{targets.parameters[name]}={name} is neither a default name nor a stack's; "
+            "nothing created",
+            f"did you mean {close}?" if close else "pass --custom-names to create it",
+            exit_code=2,
+        )
     flag_name, chain_name = targets.config.flag_parameter, targets.policy_config_parameter
     ssm = targets.client("ssm")
     initial = [
@@ -164,9 +182,10 @@ def init(args: argparse.Namespace) -> int:
 
 
 def doctor(args: argparse.Namespace) -> int:
+    from .deployment import region
     from .doctor.main import main as run_doctor
 
-    return run_doctor(args.stack, args.region, args.url)
+    return run_doctor(args.stack, region(args.region), args.url)
 
 
 def budget(args: argparse.Namespace) -> int:

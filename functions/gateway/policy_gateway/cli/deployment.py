@@ -26,6 +26,20 @@ class StackNotFound(Exception):
     pass
 
 
+def region(explicit: str | None = None) -> str | None:
+    """The one region rule of every operator command: --region, then AWS_REGION, then
+    AWS_DEFAULT_REGION, then the profile's region, as the AWS SDKs do. None when none is
+    set (the first AWS call then fails with NoRegionError, which says how to set one)."""
+    if explicit:
+        return explicit
+    named = settings.aws_region()
+    if named:
+        return named
+    import boto3
+
+    return boto3.Session().region_name
+
+
 def client(service: str, region: str | None) -> Any:
     import boto3
     from botocore.config import Config

@@ -42,7 +42,9 @@ def create_local_secrets(args: argparse.Namespace) -> int:
     import boto3
 
     config = settings.Settings.from_env()
-    client = boto3.client("secretsmanager", region_name=args.region or settings.aws_region())
+    from .deployment import region
+
+    client = boto3.client("secretsmanager", region_name=region(args.region))
     key = GATEWAY_KEY_PREFIX + secrets.token_urlsafe(24)
     keys = json.dumps({"keys": [{"name": LOCAL_KEY_NAME, "key": key}]})
     if _create(

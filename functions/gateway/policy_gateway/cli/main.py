@@ -5,7 +5,7 @@
     policy-gateway flag on|off|status [--stack NAME] [--region R]
     policy-gateway policy show|validate FILE|diff FILE|set FILE [--stack NAME] [--region R]
                           [--caller NAME [--groups G1,G2]]
-    policy-gateway init [--stack NAME] [--region R] [--secrets]
+    policy-gateway init [--stack NAME] [--region R] [--secrets] [--custom-names]
     policy-gateway doctor --stack NAME [--region R] [--url URL]
     policy-gateway budget CALLER|top [--limit N] [--stack NAME] [--region R]
     policy-gateway logs [--file F] [--stack NAME [--since 10m] [--follow]] [--all]
@@ -51,6 +51,7 @@ def serve(args: argparse.Namespace) -> int:
     from ..app import create_app
     from ..observability import tracing
     from .listen import claim
+    from .policy_file import inline_chain_problem
     from .standins import (
         operator_env,
         start_embedded_aws,
@@ -63,6 +64,12 @@ def serve(args: argparse.Namespace) -> int:
     except tracing.ExporterMissing as exc:
         say(f"policy-gateway serve: {exc}")
         return 1
+    inline = settings.Settings.from_env()
+    if inline.policy_config and not inline.policy_config_parameter:
+        problem = inline_chain_problem(inline.policy_config)
+        if problem:
+            say(f"policy-gateway serve: {settings.ENV_POLICY_CONFIG} is not valid: {problem}")
+            return 1
     # Every port is claimed or tried before anything starts or is announced.
     listener = claim("gateway", args.host, args.port, "--port, or make run PORT=...")
     embedded = start_embedded_aws(args.embedded_ssm_port) if args.embedded_ssm else None
@@ -91,11 +98,26 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# `policy`'s sub-actions, as `policy --help` lists them.
+POLICY_ACTIONS = """actions:
+  show           print the live chain document and its parameter's version
+  validate FILE  check FILE as the gateway would load it (no AWS call)
+  diff FILE      compare FILE with the live chain
+  set FILE       validate FILE, then write it to the chain parameter"""
+
+
+def _region(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--region",
+        help="AWS region (default: AWS_REGION, then AWS_DEFAULT_REGION, then the profile's)",
+    )
+
+
 def _targeted(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--stack", help="take the names from this stack's function (default: this environment)"
     )
-    command.add_argument("--region")
+    _region(command)
 
 
 def _add_serve(run: argparse.ArgumentParser) -> None:
@@ -128,10 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     _targeted(toggle)
     toggle.set_defaults(handler=flag)
     chain = commands.add_parser(
-        "policy", help="read, check, compare or set the policy chain parameter"
+        "policy",
+        help="read, check, compare or set the policy chain parameter",
+        epilog=POLICY_ACTIONS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    chain.add_argument("action", choices=["show", "validate", "diff", "set"])
-    chain.add_argument("file", nargs="?")
+    chain.add_argument("action", choices=["show", "validate", "diff", "set"], help="see below")
+    chain.add_argument("file", nargs="?", help="a policy chain JSON file (validate, diff, set)")
     _targeted(chain)
     chain.add_argument("--caller", help="also show which chain of the document this caller gets")
     chain.add_argument("--groups", help="the caller's groups, comma-separated, in order")
@@ -145,10 +170,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also create gateway_key mode's two secrets, for a local run (a stack has its own)",
     )
+    setup.add_argument(
+        "--custom-names",
+        action="store_true",
+        help="create parameter names this shell's environment sets that are not the defaults "
+        "(without it such a name is refused as a likely typo)",
+    )
     setup.set_defaults(handler=init)
     check = commands.add_parser("doctor", help="check a deployed stack (read-only)")
-    check.add_argument("--stack", required=True)
-    check.add_argument("--region")
+    check.add_argument("--stack", required=True, help="the deployed stack to check")
+    _region(check)
     check.add_argument(
         "--url", help="check /healthz here instead of the Function URL (e.g. a custom domain)"
     )

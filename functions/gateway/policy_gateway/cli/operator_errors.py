@@ -32,6 +32,7 @@ def explain(exc: BaseException) -> OperatorError:
         NoCredentialsError,
         NoRegionError,
     )
+    from botocore.parsers import ResponseParserError
 
     from .deployment import StackNotFound
 
@@ -45,6 +46,15 @@ def explain(exc: BaseException) -> OperatorError:
         )
     if isinstance(exc, NoRegionError):
         return OperatorError("no AWS region set", "pass --region or set AWS_REGION")
+    if isinstance(exc, ResponseParserError):
+        # Its message carries the whole body: an HTML page from an endpoint that is not
+        # AWS's, such as `make run`'s stand-in asked for CloudFormation or Lambda.
+        return OperatorError(
+            "the AWS endpoint answered with something that is not an AWS response "
+            "(is AWS_ENDPOINT_URL make run's stand-in?)",
+            "--stack and doctor need a deployed stack: the stand-in serves only SSM, Secrets "
+            "Manager and DynamoDB, which the commands reach without --stack",
+        )
     if isinstance(exc, EndpointConnectionError):
         return OperatorError(str(exc), "check the region and any AWS_ENDPOINT_URL_* variable")
     if isinstance(exc, ClientError):

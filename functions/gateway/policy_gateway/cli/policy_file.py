@@ -50,9 +50,39 @@ def read_chain_file(path: str) -> ChainFile:
         document = load_document(text)
     except PolicyConfigError as exc:
         raise OperatorError(
-            f"{path} is not a valid policy chain: {exc}", "fix the file", exit_code=2
+            f"{path} is not a valid policy chain: {exc}", _next_step(exc), exit_code=2
         ) from None
     return ChainFile(path, text, document)
+
+
+def _next_step(exc: BaseException) -> str:
+    """For a policy module Python cannot find, how to put it on the import path."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, ModuleNotFoundError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        return "fix the file"
+    return (
+        f"if {cause.name} is your policy's module, put its folder on the import path: "
+        f"PYTHONPATH=<its folder> policy-gateway policy validate ..., or move it into "
+        "layers/policies/ (the layer's folder, on the path of a deployed gateway)"
+    )
+
+
+def inline_chain_problem(text: str) -> str | None:
+    """Why an inline chain (POLICY_CONFIG) cannot load, in a line; None when it can.
+
+    `serve` refuses to start on it: an inline chain cannot change while the process
+    lives, so a broken one would answer every call with a 500 (a chain in SSM keeps its
+    last good version instead, and the operator can fix the parameter).
+    """
+    from gateway_policies import PolicyConfigError, load_document
+
+    try:
+        load_document(text)
+    except PolicyConfigError as exc:
+        return " ".join(str(exc).split())
+    return None
 
 
 def _canonical(text: str) -> list[str]:

@@ -123,14 +123,14 @@ def start_embedded_aws(port: int) -> str | None:
 def _serve_budget_table(endpoint: str) -> None:
     """Keep the fallback budget in the stand-in's DynamoDB, as a deployed gateway does."""
     from ..fallback.budget_table import create_table
-    from .deployment import client
+    from .deployment import client, region
 
     os.environ[ENV_DYNAMODB_ENDPOINT] = endpoint
     table = os.environ.setdefault(settings.ENV_FALLBACK_BUDGET_TABLE, LOCAL_FALLBACK_BUDGET_TABLE)
     # The operator's patient client, not the serving path's 2 s reads: moto's
     # first DynamoDB request imports its backend, seconds on a busy machine, and
     # a timed-out CreateTable retried finds the table it made ("already exists").
-    create_table(client("dynamodb", settings.aws_region()), table)
+    create_table(client("dynamodb", region()), table)
 
 
 def _seed_parameters() -> None:
