@@ -518,6 +518,30 @@ def test_string_content_a_policy_emptied_is_repaired_before_sending(
     assert EMPTIED not in sent.body.decode()
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_system_string_a_policy_emptied_adds_no_field(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, stream: bool
+) -> None:
+    """Review: the repair took an emptied `system` string for a message's content and put a
+    top-level `content` field (which the API refuses) on the request it sent."""
+    url = make_gateway(policy_config=EMPTYING)
+    params: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "system": EMPTIED,
+        "messages": [{"role": "user", "content": "hello"}],
+    }
+    client = sdk(url)
+    if stream:
+        with client.messages.stream(**params) as events:
+            events.get_final_text()
+    else:
+        client.messages.create(**params)
+    (sent,) = upstream.requests
+    assert sorted(sent.json) == sorted([*params, *(["stream"] if stream else [])])
+    assert sent.json["messages"] == params["messages"]
+
+
 def test_a_client_sent_empty_text_block_is_the_clients_error(
     make_gateway: GatewayFactory, upstream: FakeUpstream, set_flag: Callable[[str], None]
 ) -> None:
