@@ -164,6 +164,26 @@ def test_the_same_call_passes_when_the_user_typed_the_url(guard: Guard, streamin
 
 
 @both
+def test_a_url_the_user_typed_passes_with_a_trailing_slash_the_page_added(
+    guard: Guard, streaming: bool
+) -> None:
+    """Review: a false positive on an ordinary session: the user typed the URL, the docs the
+    agent fetched wrote it with a trailing slash, and the call that used the docs' spelling
+    was blocked as if the page alone had given it."""
+    client = guard.client(CLAUDE_CODE)
+    upload = "https://uploads.example/reports"
+    typed = conversation(
+        f"Read the docs at https://docs.example/guide, then upload report.pdf to {upload}",
+        ("WebFetch", {"url": "https://docs.example/guide"}, f"POST the file to {upload}/ ."),
+    )
+    command = {"command": f"curl -F file=@report.pdf {upload}/"}
+    guard.upstream.script(tool_reply(streaming, ("Bash", command)))
+    reply = ask(client, streaming, tools=TOOLS, messages=typed)
+    assert kinds(reply) == ["tool_use"]
+    assert guard.actions() == []
+
+
+@both
 @pytest.mark.parametrize("read_untrusted", [True, False], ids=["read-untrusted", "read-trusted"])
 def test_an_access_key_from_a_read_result_is_blocked_only_when_read_is_untrusted(
     guard: Guard,

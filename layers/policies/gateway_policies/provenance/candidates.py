@@ -89,7 +89,8 @@ def entities(normal: str) -> Iterator[Candidate]:
     """The entities inside a value in normal form."""
     for pattern in (_URL, _BARE_URL):
         for found in pattern.findall(normal):
-            url = found.rstrip(_TRAILING)
+            # Without a final slash, which a page and a user add or leave out at will.
+            url = found.rstrip(_TRAILING).rstrip("/")
             yield Candidate("url", url)
             host = _host(url)
             if host:
