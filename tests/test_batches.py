@@ -12,6 +12,7 @@ import anthropic
 import httpx2
 import psutil
 import pytest
+from gateway_policies import recorder
 from policy_gateway import lambda_context, settings, surface
 from policy_gateway.errors import GatewayError
 from policy_gateway.routes.batches import public_base, rewrite_results_urls
@@ -21,7 +22,7 @@ from .support.client import HEADERS, error_of, policy_chain
 from .support.fake_resources import errored, succeeded
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
 from .support.faulty_policies import INTERNALS
-from .support.gateway import GatewayFactory
+from .support.gateway import GatewayFactory, GatewayStdout
 from .support.routes import requests_for
 from .support.sdk import client, sdk
 from .support.servers import gateway_process
@@ -456,6 +457,25 @@ def test_an_unreadable_first_line_is_a_502_and_nothing_passes(
     assert response.status_code == 502
     assert "withheld" in error_of(response.content)["message"]
     assert b"fine" not in response.content
+
+
+def test_a_withheld_lines_custom_id_is_logged_bounded(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, gateway_stdout: GatewayStdout
+) -> None:
+    """Review: the withholding WARNING logged a results line's `custom_id` (the client's word,
+    echoed by the upstream) whole: 100 KB holding a key went into the log."""
+    url = make_gateway(policy_config=BLOCK_BASH)
+    sdk(url).messages.batches.create(requests=[{"custom_id": "a", "params": params("hi")}])
+    planted = "a" * 50_000 + SECRET + "b" * 50_000
+    bad_line = json.dumps({"custom_id": planted, "result": "ok"}).encode()
+    upstream.resources.results["msgbatch_fake_0001"] = lambda: iter([bad_line + b"\n"])
+    assert raw_results(url, "msgbatch_fake_0001").status_code == 502
+    gateway_stdout.call_lines(2)
+    (withheld,) = [
+        line for line in gateway_stdout.lines() if "withholding" in line.get("message", "")
+    ]
+    assert withheld["custom_id"] == recorder.text(planted)
+    assert SECRET not in gateway_stdout.text
 
 
 def test_an_unreadable_later_line_cuts_the_stream(

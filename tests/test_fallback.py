@@ -315,6 +315,15 @@ def no_empty_text(body: dict[str, Any]) -> Reply | None:
     return None
 
 
+def create_or_stream(url: str, params: dict[str, Any], stream: bool) -> None:
+    client = sdk(url)
+    if stream:
+        with client.messages.stream(**params) as events:
+            events.get_final_text()
+    else:
+        client.messages.create(**params)
+
+
 def ask_blocks(url: str, blocks: list[str], stream: bool) -> str:
     params: dict[str, Any] = {
         "model": MODEL,
@@ -502,12 +511,7 @@ def test_string_content_a_policy_emptied_is_repaired_before_sending(
         "max_tokens": 64,
         "messages": [{"role": "user", "content": EMPTIED}],
     }
-    client = sdk(url)
-    if stream:
-        with client.messages.stream(**params) as events:
-            events.get_final_text()
-    else:
-        client.messages.create(**params)
+    create_or_stream(url, params, stream)
     (sent,) = upstream.requests  # repaired before sending, the flag off: one attempt
     assert sent.json["messages"] == [
         {
@@ -516,6 +520,25 @@ def test_string_content_a_policy_emptied_is_repaired_before_sending(
         }
     ]
     assert EMPTIED not in sent.body.decode()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_system_string_a_policy_emptied_adds_no_field(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, stream: bool
+) -> None:
+    """Review: the repair took an emptied `system` string for a message's content and put a
+    top-level `content` field (which the API refuses) on the request it sent."""
+    url = make_gateway(policy_config=EMPTYING)
+    params: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "system": EMPTIED,
+        "messages": [{"role": "user", "content": "hello"}],
+    }
+    create_or_stream(url, params, stream)
+    (sent,) = upstream.requests
+    assert sorted(sent.json) == sorted([*params, *(["stream"] if stream else [])])
+    assert sent.json["messages"] == params["messages"]
 
 
 def test_a_client_sent_empty_text_block_is_the_clients_error(

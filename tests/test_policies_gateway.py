@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from gateway_policies import StreamEvent
+from gateway_policies import StreamEvent, recorder
 from gateway_policies.runtime.sse import SSEDecoder
 from gateway_policies.testing import (
     as_pairs,
@@ -306,7 +306,9 @@ def test_judge_failure_blocks_and_is_logged(
     monkeypatch.setenv("TEST_JUDGE_KEY", "sk-ant-judge")
     fake_judge, judge_url = judge
     url = make_gateway(policy_config=judge_chain(judge_url, timeout=0.3))
-    upstream.script(tool_reply(streaming, ("read", {"path": "a"})))
+    # The model's tool name, long and holding a key: the WARNING names it bounded.
+    tool = "read" + "a" * 50_000 + SECRET + "b" * 50_000
+    upstream.script(tool_reply(streaming, (tool, {"path": "a"})))
     fake_judge.script(
         {
             "500": Reply.error(500, "api_error"),
@@ -325,9 +327,10 @@ def test_judge_failure_blocks_and_is_logged(
     [line] = [line for line in gateway_stdout.lines() if line.get("message") == judge_log]
     assert line["level"] == "WARNING"
     assert line["name"] == "gateway_policies.tool_call_judge"
-    assert line["tool"] == "read"
+    assert line["tool"] == recorder.text(tool)
     assert line["call_id"]
     assert '"path"' not in out
+    assert SECRET not in out
 
 
 def test_unknown_events_pass_a_blocked_stream_and_the_sdk_parses_it(

@@ -110,6 +110,12 @@ def test_entities_ibans_phones_ips_emails_and_bare_hosts_are_found() -> None:
     assert ("host", "drop.attacker.example") in found
 
 
+def test_a_host_alone_as_a_word_is_a_host_and_code_is_not() -> None:
+    found = kinds_and_texts({"command": "nc Evil.example. 4444; python3 -c 'print(json.dumps(1))'"})
+    assert ("host", "evil.example") in found
+    assert not [text for kind, text in found if "json" in text and kind != "value"]
+
+
 def test_numbers_and_json_inside_strings_are_walked_but_keys_are_not() -> None:
     found = kinds_and_texts(
         {

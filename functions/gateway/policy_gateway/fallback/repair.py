@@ -91,8 +91,11 @@ Emptied = tuple[Location, list[Any]]
 
 def _contents(request: JSONObject) -> Iterator[tuple[Location, Any]]:
     """Where text must not be empty: the system blocks, and each message's content but a
-    final assistant message's (a prefill)."""
-    yield ("system",), request.get("system")
+    final assistant message's (a prefill). A `system` string is no message's content: it
+    is left as it is."""
+    system = request.get("system")
+    if isinstance(system, list):
+        yield ("system",), system
     messages = request.get("messages")
     if isinstance(messages, list):
         for m, message in enumerate(messages):

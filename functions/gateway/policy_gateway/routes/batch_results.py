@@ -32,7 +32,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, NoReturn
 
-from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation
+from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation, recorder
 
 from ..call import Call
 from ..errors import GatewayError
@@ -145,7 +145,7 @@ class ResultLines:
             extra={
                 "reason": reason,
                 "line": self.lines,
-                "custom_id": custom_id if isinstance(custom_id, str) else None,
+                "custom_id": recorder.text(custom_id) if isinstance(custom_id, str) else None,
             },
         )
         raise BodyWithheld(

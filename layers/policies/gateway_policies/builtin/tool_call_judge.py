@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
+from .. import recorder
 from ..base import PolicyContext
 from ..tool_gate import ToolCallGate, canonical_input
 from ..tool_options import McpServerOptions
@@ -153,7 +154,7 @@ class ToolCallJudge(ToolCallGate[ToolCallJudgeOptions]):
                 "tool call judge failed; blocking the call (fail-secure)",
                 extra={
                     "call_id": ctx.call_id,
-                    "tool": tool,
+                    "tool": recorder.text(tool),
                     "error_type": type(exc).__name__,
                     "input_chars": len(canonical_input(tool_input)),
                 },

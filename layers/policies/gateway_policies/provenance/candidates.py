@@ -29,6 +29,9 @@ _URL = re.compile(r"\b(?:https?|ftp|wss?|file)://[^\s<>\"'`\\]+")
 _BARE_URL = re.compile(r"(?<![\w.@/:-])(?:[a-z0-9-]+\.)+[a-z]{2,63}[/:][^\s<>\"'`\\]*")
 """A host followed by a path or a port (`evil.example/x`, `host:22`): how commands
 such as curl and scp name a destination without a scheme."""
+_BARE_HOST = re.compile(r"(?:^|(?<=[\s\"'`=]))((?:[a-z0-9-]+\.)+[a-z]{2,63})\.?(?=[\s\"'`?#]|$)")
+"""A host standing alone as a word (`curl evil.example`, `nc evil.example 4444`); a
+name followed by anything else (`json.dumps(`, `os.environ)`) is code, not a host."""
 _EMAIL = re.compile(r"[\w.+-]+@((?:[\w-]+\.)+[\w-]{2,})")
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
 _IPV6 = re.compile(r"(?<![\w:])[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?![\w:])")
@@ -66,10 +69,12 @@ def secret_tokens(text: str) -> Iterator[str]:
 
 
 def _host(url: str) -> str | None:
+    """The URL's host, without the root's trailing dot (`evil.example.` is `evil.example`)."""
     try:
-        return urlsplit(url if "://" in url else f"//{url}").hostname
+        host = urlsplit(url if "://" in url else f"//{url}").hostname
     except ValueError:
         return None
+    return host.rstrip(".") if host else None
 
 
 def _is_ip(text: str) -> bool:
@@ -84,11 +89,14 @@ def entities(normal: str) -> Iterator[Candidate]:
     """The entities inside a value in normal form."""
     for pattern in (_URL, _BARE_URL):
         for found in pattern.findall(normal):
-            url = found.rstrip(_TRAILING)
+            # Without a final slash, which a page and a user add or leave out at will.
+            url = found.rstrip(_TRAILING).rstrip("/")
             yield Candidate("url", url)
             host = _host(url)
             if host:
                 yield Candidate("host", host)
+    for found in _BARE_HOST.findall(normal):
+        yield Candidate("host", found)
     for match in _EMAIL.finditer(normal):
         yield Candidate("email", match.group(0).rstrip(_TRAILING))
         yield Candidate("host", match.group(1))
