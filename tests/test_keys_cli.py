@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -80,7 +81,7 @@ def gateway(
     server.stop()
 
 
-def keys(*args: str) -> Any:
+def keys(*args: str) -> subprocess.CompletedProcess[str]:
     return cli("keys", *args, env=OPERATOR)
 
 
