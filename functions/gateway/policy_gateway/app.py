@@ -205,8 +205,7 @@ class GatewayRoute:
 
 
 def create_app(config: Settings | None = None, clock: Callable[[], float] = time.time) -> Starlette:
-    """The app; `clock` (wall-clock seconds) decides the fallback budget's window and
-    which gateway keys expired.
+    """The app; `clock` (wall-clock seconds) decides the budget's window and keys' expiry.
 
     Raises tracing.ExporterMissing rather than serve a gateway whose build must fail.
     """
