@@ -64,8 +64,13 @@ def wall() -> ManualClock:
 
 @pytest.fixture
 def gateway(
-    secrets: Any, upstream_url: str, clock: ManualClock, wall: ManualClock
+    secrets: Any,
+    upstream_url: str,
+    clock: ManualClock,
+    wall: ManualClock,
+    gateway_stdout: GatewayStdout,
 ) -> Iterator[str]:
+    """The gateway in gateway_key mode, its output kept in `gateway_stdout`."""
     config = settings.Settings(
         upstream_base_url=upstream_url,
         upstream_max_retries=0,
