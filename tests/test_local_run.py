@@ -20,6 +20,7 @@ import boto3
 import httpx2
 import pytest
 from policy_gateway import settings
+from policy_gateway.auth.gateway_keys import key_digest
 from policy_gateway.cli import standins
 from policy_gateway.cli.bedrock_simulator import create_bedrock_simulator
 from policy_gateway.cli.simulated_reply import TOOL_TRIGGER
@@ -297,7 +298,11 @@ def test_init_secrets_stores_anthropic_api_key_and_prints_the_gateway_key_once()
         secrets.get_secret_value(SecretId=settings.DEFAULT_GATEWAY_KEYS_SECRET)["SecretString"]
     )
     assert [entry["name"] for entry in keys["keys"]] == ["local"]
-    assert keys["keys"][0]["key"] in created.stdout  # printed once, for the operator
+    found = re.search(r"key 'local' = (\S+)", created.stdout)  # printed once, for the operator
+    assert found is not None, created.stdout
+    # The secret keeps its digest, never the key.
+    assert keys["keys"][0]["sha256"] == key_digest(found.group(1)).hex()
+    assert found.group(1) not in json.dumps(keys)
 
 
 def test_the_stand_in_s_budget_table_outlasts_a_first_answer_slower_than_a_serving_read(

@@ -10,12 +10,16 @@ from typing import Any
 
 
 def cli(
-    *args: str, env: dict[str, str] | None = None, unset: tuple[str, ...] = ()
+    *args: str,
+    env: dict[str, str] | None = None,
+    unset: tuple[str, ...] = (),
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if k not in unset}
     return subprocess.run(
         [sys.executable, "-m", "policy_gateway", *args],
         capture_output=True,
+        input=stdin,
         text=True,
         timeout=60,
         env={**environ, **(env or {})},

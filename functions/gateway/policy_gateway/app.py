@@ -89,7 +89,7 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
             FallbackFlag(config.flag_parameter, reads), budget.from_settings(config, clock)
         ),
         policies=PolicySource(config.policy_config, config.policy_config_parameter, reads),
-        auth=authenticator(config, key),
+        auth=authenticator(config, key, clock),
         upstream_key=key,
     )
 
@@ -205,7 +205,7 @@ class GatewayRoute:
 
 
 def create_app(config: Settings | None = None, clock: Callable[[], float] = time.time) -> Starlette:
-    """The app; `clock` (wall-clock seconds) decides the fallback budget's window.
+    """The app; `clock` (wall-clock seconds) decides the budget's window and keys' expiry.
 
     Raises tracing.ExporterMissing rather than serve a gateway whose build must fail.
     """

@@ -87,6 +87,9 @@ REFRESH_AHEAD_LATEST = 0.85
 # at most this late (a look costs a comparison).
 KEEP_FRESH_POLL_SECONDS = 0.5
 
+# The staging label of a secret's version in force.
+SECRET_CURRENT_STAGE = "AWSCURRENT"
+
 # Bumped by `expire_all` (a SnapStart restore): a value read under an older
 # generation is stale whatever its TTL says, and is not served while its re-read runs.
 _generation = 0
@@ -202,7 +205,9 @@ def read_ssm_parameters(names: Sequence[str]) -> dict[str, VersionedParameter]:
 
 
 def read_secret(name: str) -> str:
-    return str(_secrets().get(name, force_fetch=True))
+    # The stage AWS reads by default, named: `policy-gateway keys` moves it to each
+    # new version with UpdateSecretVersionStage, which moto's default read ignores.
+    return str(_secrets().get(name, force_fetch=True, VersionStage=SECRET_CURRENT_STAGE))
 
 
 class TTLCache(Generic[T]):

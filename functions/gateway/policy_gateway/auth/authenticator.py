@@ -6,7 +6,8 @@ the upstream decides. `gateway_key`: the client presents a gateway key (as
 one); it is checked against every key in a Secrets Manager secret, stripped,
 and the Anthropic key from a second secret goes upstream instead, so clients
 never hold it. Several keys can be valid at once, which is how keys rotate
-without downtime.
+without downtime: a rotated key carries an `expires` time, and an expired key
+is refused like a wrong one (`policy-gateway keys rotate`).
 
 Both secrets are re-read every SECRETS_TTL_SECONDS (off the event loop). When
 Secrets Manager is throttled, down or stalled, the last good value keeps
@@ -176,6 +177,13 @@ def key_caller(key: bytes) -> str:
     return "key:" + hashlib.sha256(key).hexdigest()[:16]
 
 
+def passthrough_caller(key: bytes) -> str | None:
+    """The caller a passthrough call sending `key` as its `x-api-key` is named after
+    (`policy-gateway callers id`), read exactly as a call's header is; None for no key."""
+    credential = _forwarded_credential([(_API_KEY, key)])
+    return None if credential is None else key_caller(credential)
+
+
 class PassthroughAuth:
     async def authorize(self, raw: Sequence[tuple[bytes, bytes]]) -> Credentials:
         credential = _forwarded_credential(raw)
@@ -204,8 +212,12 @@ class GatewayKeyAuth:
         ttl: float,
         reader: Callable[[str], str] = read_secret,
         clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], float] = time.time,
     ) -> None:
-        """`upstream_key` None: the upstream takes no API key (Bedrock signs with IAM)."""
+        """`upstream_key` None: the upstream takes no API key (Bedrock signs with IAM).
+
+        `clock` times the secret's TTL; `now` (wall-clock seconds) decides which keys expired.
+        """
         self._keys: TTLCache[tuple[GatewayKey, ...] | None] = TTLCache(
             lambda: parse_gateway_keys(reader(keys_secret)),
             ttl,
@@ -213,6 +225,7 @@ class GatewayKeyAuth:
             clock,
         )
         self._upstream_key = upstream_key
+        self._now = now
 
     async def warm(self) -> None:
         """Both secrets, read together: a failure is handled as on a call (never raised)."""
@@ -227,9 +240,11 @@ class GatewayKeyAuth:
             raise _unavailable()
         presented = _presented(raw)
         key = match_key(presented, valid)
-        if key is None:
+        if key is None or key.expired(self._now()):
             metrics.count(names.METRIC_AUTH_FAILURES)
-            logger.warning("gateway key rejected", extra={"presented": len(presented)})
+            # An expired key's name tells the operator whose client still holds it.
+            expired = {} if key is None else {"reason": "expired", "key_name": key.name}
+            logger.warning("gateway key rejected", extra={"presented": len(presented), **expired})
             raise GatewayError(
                 401,
                 "Invalid or missing gateway key: send it as x-api-key or Authorization: Bearer.",
@@ -246,9 +261,12 @@ class GatewayKeyAuth:
         )
 
 
-def authenticator(config: settings.Settings, key: UpstreamKey | None) -> Authenticator:
+def authenticator(
+    config: settings.Settings, key: UpstreamKey | None, now: Callable[[], float] = time.time
+) -> Authenticator:
+    """`now`: wall-clock seconds, for the keys' expiry."""
     if config.auth_mode == settings.AUTH_GATEWAY_KEY:
         return GatewayKeyAuth(
-            config.gateway_keys_secret, key, config.secrets_ttl, clock=config.clock
+            config.gateway_keys_secret, key, config.secrets_ttl, clock=config.clock, now=now
         )
     return PassthroughAuth()

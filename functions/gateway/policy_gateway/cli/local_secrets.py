@@ -5,7 +5,8 @@ a local run's embedded stand-in has none, so `init --secrets` creates them
 where they are absent, never overwriting one:
 
 - the gateway keys (GATEWAY_KEYS_SECRET): one freshly generated key named
-  `local`, printed once, for clients to present as `x-api-key`;
+  `local`, printed once, for clients to present as `x-api-key`, and stored as
+  its digest, as `policy-gateway keys` stores keys;
 - the gateway's Anthropic key (UPSTREAM_API_KEY_SECRET): ANTHROPIC_API_KEY
   when it is set, else a placeholder that only the upstream simulator accepts.
 
@@ -16,14 +17,14 @@ read again after a short back-off (parameters.RETRY_FIRST_SECONDS), not a TTL.
 from __future__ import annotations
 
 import argparse
-import json
-import secrets
+import time
 from typing import Any
 
 from .. import settings
+from ..auth.gateway_keys import GatewayKey, key_digest, keys_document
+from .key_changes import new_key
 
 LOCAL_KEY_NAME = "local"
-GATEWAY_KEY_PREFIX = "gk-"
 PLACEHOLDER_UPSTREAM_KEY = "sk-ant-placeholder-only-the-simulator-accepts"
 
 
@@ -45,8 +46,8 @@ def create_local_secrets(args: argparse.Namespace) -> int:
     from .deployment import region
 
     client = boto3.client("secretsmanager", region_name=region(args.region))
-    key = GATEWAY_KEY_PREFIX + secrets.token_urlsafe(24)
-    keys = json.dumps({"keys": [{"name": LOCAL_KEY_NAME, "key": key}]})
+    key = new_key()
+    keys = keys_document([GatewayKey(key_digest(key), LOCAL_KEY_NAME, created=time.time())])
     if _create(
         client, config.gateway_keys_secret, keys, "Policy Gateway: the keys clients present"
     ):

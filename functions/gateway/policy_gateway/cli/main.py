@@ -9,6 +9,9 @@
     policy-gateway doctor --stack NAME [--region R] [--url URL]
     policy-gateway budget CALLER|top [--limit N] [--stack NAME] [--region R]
     policy-gateway logs [--file F] [--stack NAME [--since 10m] [--follow]] [--all]
+    policy-gateway keys add NAME [--group G ...] [--expires WHEN]|list|rotate NAME [--grace D]
+                        |revoke NAME [--stack NAME] [--region R]
+    policy-gateway callers id < KEY
     policy-gateway --version
 
 The operator commands honour the standard AWS SDK environment (region,
@@ -28,6 +31,7 @@ import argparse
 from .. import settings
 from . import logs
 from .commands import TOP, budget, doctor, flag, init, policy, say
+from .keys import add_key_commands
 from .operator_errors import explain
 
 
@@ -199,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     _targeted(spent)
     spent.set_defaults(handler=budget)
     logs.register(commands)
+    add_key_commands(commands, _targeted)
     return parser
 
 
