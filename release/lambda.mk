@@ -26,7 +26,8 @@ endif
 ifndef CYCLONEDX
 CYCLONEDX := $(or $(shell command -v cyclonedx-py),$(wildcard $(ROOT)/.venv/bin/cyclonedx-py))
 endif
-PLATFORM_arm64 := manylinux2014_aarch64
+# manylinux_2_28 on arm64 (release/locks.py): pip also takes older manylinux wheels for it.
+PLATFORM_arm64 := manylinux_2_28_aarch64
 PLATFORM_x86_64 := manylinux2014_x86_64
 PLATFORM := $(PLATFORM_$(ARCH))
 

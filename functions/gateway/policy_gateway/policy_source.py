@@ -11,9 +11,11 @@ operator's policies would silently weaken them.
 
 Each document has one version, whatever chain of it a call uses, which every
 call line carries (`chain_version`, beside `chain`, the chain used):
-`v<SSM parameter version>:<hash>` from SSM, `inline:<hash>` from
-POLICY_CONFIG, `none` without either; the hash is the first 8 hex digits of
-the SHA-256 of the document's text. Each load logs `policy chain loaded` once
+`v<SSM parameter version>:<hash>.r<rules>` from SSM, `inline:<hash>.r<rules>`
+from POLICY_CONFIG, `none` without either; the hash is the first 8 hex digits
+of the SHA-256 of the document's text, `<rules>` the detector's rule-set
+version (its first 8 hex digits): a new rule catalogue is a new chain version,
+since the same chain now redacts other text. Each load logs `policy chain loaded` once
 (the default chain's enforced policy names, its shadow-mode ones, and the keys
 of its `callers` chains): at start, on a live change (a new version, not every
 re-read of the same one), and each time a bad config leaves the last good
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway_policies import PolicyConfigError, PolicyDocument, load_document
+from gateway_policies.detect import catalogue_version
 
 from . import names
 from .errors import GatewayError
@@ -51,7 +54,7 @@ class LoadedDocument:
 
 
 def chain_version(text: str, parameter_version: int | None) -> str:
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    digest = f"{hashlib.sha256(text.encode()).hexdigest()[:8]}.r{catalogue_version()[:8]}"
     return f"inline:{digest}" if parameter_version is None else f"v{parameter_version}:{digest}"
 
 

@@ -1,0 +1,27 @@
+"""One detection rule: a family of secret or personal data, as the detector's engines see it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    """Stable snake_case family name: the `[REDACTED:<kind>]` label and the `kinds` option's
+    value."""
+    pattern: str
+    """A regex valid for both Python `re` and Hyperscan: no lookarounds, no backreferences, no
+    atomic or possessive groups, every repetition bounded. A named group `secret` marks the part
+    to redact; without it the whole match is redacted."""
+    max_length: int
+    """The longest text the pattern can match, in characters: the confirm window."""
+    keywords: tuple[str, ...] = ()
+    """Literal, lower-case strings one of which every match contains (for a prefilter); empty
+    when the rule has no literal."""
+    validator: Callable[[str], bool] | None = None
+    """Checks the `secret` text (a checksum, entropy, a valid area): False drops the match."""
+    ignore_case: bool = False
+    default_on: bool = True
+    """False for the opt-in PII kinds (payment_card, iban, us_ssn, phone)."""
