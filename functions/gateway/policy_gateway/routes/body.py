@@ -12,7 +12,6 @@ import math
 from typing import Any
 
 import orjson
-
 from starlette.types import Message, Receive
 
 from ..errors import GatewayError
