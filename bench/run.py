@@ -22,7 +22,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from . import fallback, latency, memory, repair, restore, shadow, startup
+from . import detect, fallback, latency, memory, repair, restore, shadow, startup
 from .harness import RESULTS, Environment
 from .report import Figure, machine, write
 
@@ -39,6 +39,7 @@ FIGURES: tuple[tuple[str, Group], ...] = (
     ("memory", memory.memory),  # (6)
     ("shadow", shadow.shadow),  # (10) issue 25
     ("repair", repair.repair),  # (11) issue 26, in-process
+    ("detect", detect.detect),  # (12), (13), (14) issue 32, agent traffic
 )
 
 

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 from pydantic import field_validator
 
@@ -45,6 +46,8 @@ from ..detect import Detector, catalogue, detector
 from ..detect.memo import MEMO, Found, digest, namespace
 from ..options import PolicyOptions
 from ..text import TextRewriter
+
+_NOTHING: Mapping[str, int] = MappingProxyType({})
 
 
 class RedactSecretsOptions(PolicyOptions):
@@ -111,8 +114,8 @@ class RedactSecrets(TextRewriter[RedactSecretsOptions]):
     def rewrite(self, text: str) -> str:
         return self.rewrite_counted(text)[0]
 
-    def rewrite_counted(self, text: str) -> tuple[str, Counter[str]]:
+    def rewrite_counted(self, text: str) -> tuple[str, Mapping[str, int]]:
         found = self.find(text)
         if not found:
-            return text, Counter()
+            return text, _NOTHING
         return redacted(text, found), Counter(kind for _, _, kind in found)

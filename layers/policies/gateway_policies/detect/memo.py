@@ -35,13 +35,12 @@ _KEY = os.urandom(32)
 
 
 def namespace(*parts: str) -> bytes:
-    return "\x00".join(parts).encode() + b"\x00\x00"
+    """The key of one namespace's digests, derived from the process's key."""
+    return blake3("\x00".join(parts).encode(), key=_KEY).digest()
 
 
 def digest(space: bytes, text: str) -> bytes:
-    hasher = blake3(space, key=_KEY)
-    hasher.update(text.encode("utf-8", "surrogatepass"))
-    return hasher.digest(length=16)
+    return blake3(text.encode("utf-8", "surrogatepass"), key=space).digest(length=16)
 
 
 def size(found: Found) -> int:

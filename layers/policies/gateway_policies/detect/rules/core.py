@@ -72,9 +72,11 @@ RULES: tuple[Rule, ...] = (
         validator=_has_digit,
     ),
     # RFC 5321's 64-character local part and RFC 1035's 63-character labels, up to nine labels.
+    # No `\b` before the local part: Hyperscan then scans 150 times slower; a longer local
+    # part loses its last 64 characters, as safe a side as any.
     Rule(
         kind="email",
-        pattern=r"\b[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){1,8}\b",
+        pattern=r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){1,8}\b",
         max_length=64 + 1 + 63 + 8 * 64,
         keywords=("@",),
     ),
