@@ -370,3 +370,32 @@ def test_serve_refuses_a_broken_inline_chain_in_one_line(stand_ins: bool) -> Non
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"policy-gateway serve: {settings.ENV_POLICY_CONFIG} is not valid: ")
     assert "no_such_policy" in line
+
+
+def _this_tree() -> str:
+    """PYTHONPATH for a child that must run this checkout's code and import `tests`."""
+    return os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+
+
+@pytest.mark.usefixtures("no_aws_configured")
+def test_the_banners_exports_carry_the_settings_the_commands_report(tmp_path: Path) -> None:
+    """The README's walkthrough: `AUTH_MODE=gateway_key make run`, the banner's export line in
+    another shell, then `keys add`. The commands report the running gateway's mode and TTLs,
+    not this shell's defaults (they once said the keys go unchecked in passthrough mode)."""
+    log = tmp_path / "serve.log"
+    env = {
+        "PYTHONPATH": _this_tree(),
+        settings.ENV_AUTH_MODE: settings.AUTH_GATEWAY_KEY,
+        settings.ENV_SECRETS_TTL: "5",
+        settings.ENV_POLICY_CONFIG_TTL: "7",
+    }
+    serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
+    with gateway_process(env, stdout_path=log, serve_args=serve_args):
+        operator = _operator_env(log.read_text())
+        assert cli("init", "--secrets", env=operator).returncode == 0
+        added = cli("keys", "add", "alice", env=operator)
+        shown = cli("policy", "show", env=operator)
+    assert added.returncode == 0, added.stderr
+    assert "gateway_key mode" not in added.stderr
+    assert f"within 5 s ({settings.ENV_SECRETS_TTL} in this shell" in added.stderr
+    assert json.loads(shown.stdout)["gateway_ttl_seconds"] == 7.0
