@@ -17,7 +17,11 @@ _PEM_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 # key's BEGIN), so a crafted run of BEGIN lines costs `re` one pass, not one reach per line.
 _PEM_BODY = rf"(?:[^-]|-[^-]){{0,{PEM_BODY_LONGEST // 2}}}"
 _DIGIT = frozenset("0123456789")
-_HOST = r"[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){1,8}\b"
+# A top-level domain is letters (or an IDN's `xn--…`), never followed by a host's character: a
+# locale's `sd_IN@devanagari.UTF-8` is no address.
+_HOST = (
+    r"[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,7}\.(?:[A-Za-z]{2,63}|xn--[A-Za-z0-9\-]{1,59})"
+)
 
 
 def _has_digit(token: str) -> bool:
@@ -88,10 +92,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         kind="email",
         pattern=(
-            rf"[A-Za-z][A-Za-z0-9+.\-]{{1,20}}://{_USERINFO}{{0,64}}:{_USERINFO}{{1,128}}@{_HOST}"
-            rf"|[A-Za-z0-9._%+\-]{{1,64}}@{_HOST}"
+            rf"(?P<secret>[A-Za-z][A-Za-z0-9+.\-]{{1,20}}://{_USERINFO}{{0,64}}:{_USERINFO}{{1,128}}"
+            rf"@{_HOST}|[A-Za-z0-9._%+\-]{{1,64}}@{_HOST})(?:[^A-Za-z0-9\-]|$)"
         ),
-        max_length=21 + 3 + 64 + 1 + 128 + 1 + 63 + 8 * 64,
+        max_length=21 + 3 + 64 + 1 + 128 + 1 + 63 + 8 * 64 + 1,
         keywords=("@",),
         validator=_not_in_url,
     ),
