@@ -28,7 +28,7 @@ from . import settings, surface
 from .auth.web_pages import RefuseWebPages
 from .errors import error_body
 from .lifecycle import LifecycleHook
-from .observability import tracing
+from .observability import tracing, tracing_settings
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -207,9 +207,9 @@ class GatewayRoute:
 def create_app(config: Settings | None = None, clock: Callable[[], float] = time.time) -> Starlette:
     """The app; `clock` (wall-clock seconds) decides the budget's window and keys' expiry.
 
-    Raises tracing.ExporterMissing rather than serve a gateway whose build must fail.
+    Raises tracing_settings.ExporterMissing rather than serve a gateway whose build must fail.
     """
-    tracing.check_exporter()
+    tracing_settings.check_exporter()
     config = config or Settings.from_env()
     gateway = _DeferredGateway(config, clock)
 

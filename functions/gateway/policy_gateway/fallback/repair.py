@@ -39,7 +39,7 @@ from gateway_policies.runtime.diff import Location, format_paths, resolve
 from gateway_policies.turns import in_turns
 
 from .. import names
-from ..observability import metrics, tracing
+from ..observability import metrics, spans, tracing
 from ..observability.logs import logger
 
 RULE_EMPTY_TEXT = "empty_text_block"
@@ -295,7 +295,7 @@ async def structural(
 
 
 def record(
-    repairs: Sequence[Repair], ctx: PolicyContext, chain: PolicyChain, span: tracing.Span
+    repairs: Sequence[Repair], ctx: PolicyContext, chain: PolicyChain, span: spans.Span
 ) -> None:
     """Make repairs visible: the metric, the span annotation, one WARNING, the call's actions.
 
