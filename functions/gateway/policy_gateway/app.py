@@ -32,7 +32,8 @@ from .observability import tracing, tracing_settings
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from .routes.endpoint import Gateway, GatewayEndpoint
+    from .routes.endpoint import GatewayEndpoint
+    from .routes.gateway import Gateway
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -75,7 +76,7 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     from .fallback.send import Fallback
     from .parameter_batch import ParameterBatch
     from .policy_source import PolicySource
-    from .routes.endpoint import Gateway
+    from .routes.gateway import Gateway
     from .upstream.client import UpstreamClient
 
     tracing.setup()

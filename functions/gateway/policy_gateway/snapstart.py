@@ -41,7 +41,7 @@ from .observability.logs import logger
 from .upstream.client import UpstreamClient
 
 if TYPE_CHECKING:
-    from .routes.endpoint import Gateway
+    from .routes.gateway import Gateway
 
 
 async def before_checkpoint(gateway: Gateway) -> Gateway:

@@ -57,7 +57,7 @@ MAX_LOGGED_PATHS = 50
 
 
 class Send(Protocol):
-    """The route's one way upstream (`GatewayEndpoint._send`): one body, under a span label."""
+    """The route's one way upstream (`Gateway.send`): one body, under a span label."""
 
     def __call__(
         self, call: Call, body: bytes, label: str, *, stream: bool
