@@ -38,6 +38,7 @@ PACKAGES = {
 SHARED: dict[str, frozenset[str]] = {
     "policy_gateway": frozenset(
         {
+            "aws_reads",
             "call",
             "errors",
             "headers",
