@@ -171,6 +171,7 @@ class Environment:
         flag: str = FLAG_OFF,
         budget_table: str | None = None,
         bedrock: bool = False,
+        extra: dict[str, str] | None = None,
     ) -> dict[str, str]:
         inherited = {
             key: value
@@ -197,6 +198,7 @@ class Environment:
             settings.ENV_FLAG_PARAMETER: flag,
             settings.ENV_FALLBACK_BUDGET: UNLIMITED_BUDGET,
             **({settings.ENV_FALLBACK_BUDGET_TABLE: budget_table} if budget_table else {}),
+            **(extra or {}),
         }
 
     @contextmanager
@@ -207,9 +209,10 @@ class Environment:
         flag: str = FLAG_OFF,
         budget_table: str | None = None,
         bedrock: bool = False,
+        extra: dict[str, str] | None = None,
     ) -> Iterator[int]:
-        """A gateway child process; yields its port."""
+        """A gateway child process (`extra`: more of its environment); yields its port."""
         port = free_port()
-        env = self.gateway_env(chain, flag, budget_table, bedrock)
+        env = self.gateway_env(chain, flag, budget_table, bedrock, extra)
         with running(gateway_args(port), env, f"{name}.log", port):
             yield port

@@ -26,7 +26,9 @@ endif
 ifndef CYCLONEDX
 CYCLONEDX := $(or $(shell command -v cyclonedx-py),$(wildcard $(ROOT)/.venv/bin/cyclonedx-py))
 endif
-PLATFORM_arm64 := manylinux2014_aarch64
+# manylinux_2_28 on arm64 (release/locks.py), where hyperscan has no older wheel. pip does
+# not widen a --platform to older glibc tags, so the older ones are named too.
+PLATFORM_arm64 := manylinux_2_28_aarch64 manylinux2014_aarch64
 PLATFORM_x86_64 := manylinux2014_x86_64
 PLATFORM := $(PLATFORM_$(ARCH))
 
@@ -46,7 +48,7 @@ endif
 # machine's; --require-hashes: every file is the one the lock names.
 PIP_INSTALL = $(PYTHON313) -m pip install --quiet --disable-pip-version-check \
 	--require-hashes --only-binary=:all: --no-compile \
-	--implementation cp --python-version 3.13 --platform $(PLATFORM)
+	--implementation cp --python-version 3.13 $(addprefix --platform ,$(PLATFORM))
 
 # Bytecode for the runtime's interpreter, made once here instead of at every cold
 # start: /var/task and /opt are read-only, so Python can never cache what it

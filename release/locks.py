@@ -10,8 +10,9 @@ extra the template's security scanner. This script pins each set with uv
 
 - locks/function-<arch>.txt, locks/layer-<arch>.txt and locks/breaker-<arch>.txt
   for the Lambda runtime
-  (python3.13, manylinux2014, arm64 and x86_64): `sam build` installs them with
-  `pip --require-hashes` (release/lambda.mk);
+  (python3.13; manylinux2014 on x86_64, manylinux_2_28 on arm64, where Hyperscan
+  ships no older wheel: fine on the runtime's glibc 2.34): `sam build` installs
+  them with `pip --require-hashes` (release/lambda.mk);
 - locks/dev.txt for the development and CI machine (Python 3.11, linux x86_64):
   `make` installs the virtualenv from it, hash-checked;
 - locks/serve.txt for `make run` on the same machine: what serving locally
@@ -60,7 +61,8 @@ REGENERATE = "make lock"
 # The Lambda runtime (template.yaml: Runtime python3.13) and both architectures
 # it offers; the names are the template's `Architecture` parameter values.
 LAMBDA_PYTHON = "3.13"
-LAMBDA_PLATFORMS = {"arm64": "aarch64-manylinux2014", "x86_64": "x86_64-manylinux2014"}
+# arm64 is manylinux_2_28: the layer's hyperscan has no manylinux2014 aarch64 wheel.
+LAMBDA_PLATFORMS = {"arm64": "aarch64-manylinux_2_28", "x86_64": "x86_64-manylinux2014"}
 # The development and CI machine (Makefile: the virtualenv's python3).
 DEV_PYTHON = "3.11"
 DEV_PLATFORM = "x86_64-manylinux2014"

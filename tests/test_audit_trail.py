@@ -15,6 +15,7 @@ import httpx2
 import pytest
 from gateway_policies import PolicyContext
 from gateway_policies.builtin.block_tool_calls import BlockToolCalls
+from gateway_policies.detect import catalogue_version
 from gateway_policies.testing import as_pairs, stream, text_block, tool_use_block
 from policy_gateway import names, settings
 from policy_gateway.call import Call
@@ -255,7 +256,8 @@ def test_a_thousand_client_model_strings_make_a_bounded_model_dimension(
 
 
 def version_of(text: str, parameter_version: int) -> str:
-    return f"v{parameter_version}:{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return f"v{parameter_version}:{digest}.r{catalogue_version()[:8]}"
 
 
 def test_a_live_chain_change_logs_one_load_and_the_next_call_carries_its_version(
@@ -327,7 +329,9 @@ def test_an_inline_chain_is_versioned_by_its_hash_on_every_route(
     make_gateway: GatewayFactory, upstream: FakeUpstream, gateway_stdout: GatewayStdout
 ) -> None:
     url = make_gateway(policy_config=BLOCK_BASH)
-    inline = f"inline:{hashlib.sha256(BLOCK_BASH.encode()).hexdigest()[:8]}"
+    inline = (
+        f"inline:{hashlib.sha256(BLOCK_BASH.encode()).hexdigest()[:8]}.r{catalogue_version()[:8]}"
+    )
     assert httpx2.post(f"{url}/v1/messages", json=request_body(), headers=HEADERS).is_success
     assert httpx2.get(f"{url}/v1/models", headers=HEADERS).is_success
     assert [line["chain_version"] for line in gateway_stdout.call_lines(2)] == [inline, inline]

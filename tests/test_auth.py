@@ -70,7 +70,7 @@ def test_gateway_key_is_swapped_for_the_upstream_key(
 def test_wrong_or_missing_key_is_401_without_an_upstream_call(
     keyed_gateway: Callable[..., str],
     upstream: FakeUpstream,
-    capsys: pytest.CaptureFixture[str],
+    gateway_stdout: GatewayStdout,
     headers: dict[str, str],
 ) -> None:
     url = keyed_gateway()
@@ -83,14 +83,8 @@ def test_wrong_or_missing_key_is_401_without_an_upstream_call(
     assert response.json()["error"]["type"] == "authentication_error"
     assert upstream.requests == []
     # The call's metrics are flushed after its response is sent: wait for them.
-    emitted = ""
-
-    def flushed() -> bool:
-        nonlocal emitted
-        emitted += capsys.readouterr().out
-        return names.METRIC_AUTH_FAILURES in emitted
-
-    eventually(flushed)
+    eventually(lambda: names.METRIC_AUTH_FAILURES in gateway_stdout.text)
+    emitted = gateway_stdout.text
     metrics = [json.loads(line) for line in emitted.splitlines() if '"_aws"' in line]
     assert any(line.get(names.METRIC_AUTH_FAILURES) == [1.0] for line in metrics)
 

@@ -17,6 +17,7 @@ import anthropic
 import httpx2
 import pytest
 from gateway_policies import PolicyConfigError, load_document
+from gateway_policies.detect import catalogue_version
 from policy_gateway import names, settings
 from policy_gateway.auth.authenticator import key_caller
 from policy_gateway.auth.gateway_keys import SecretFormatError, parse_gateway_keys
@@ -117,7 +118,8 @@ def test_one_document_has_one_version_whichever_chain_and_its_load_names_the_cal
 ) -> None:
     ask(client(callers_gateway, api_key="gk-bob-0123456789abcdef"), False)
     ask(client(callers_gateway, api_key="gk-dave-0123456789abcdef"), True)
-    version = f"inline:{hashlib.sha256(json.dumps(DOCUMENT).encode()).hexdigest()[:8]}"
+    digest = hashlib.sha256(json.dumps(DOCUMENT).encode()).hexdigest()[:8]
+    version = f"inline:{digest}.r{catalogue_version()[:8]}"
     finished = [
         (line["chain"], line["chain_version"])
         for line in json_lines_until(gateway_stdout, 2)

@@ -13,12 +13,10 @@ import re
 from collections.abc import Iterator
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
-from typing import get_args
 
 import pytest
-from gateway_policies.builtin.redact_secrets import Kind
 from gateway_policies.detect.rule import Rule
-from gateway_policies.detect.rules import RULES, generic, keys, pii
+from gateway_policies.detect.rules import RULES, core, generic, keys, pii
 
 from .support.rule_scan import scan
 from .support.secret_samples import Sample, false_positives, true_positives
@@ -37,7 +35,7 @@ CATEGORY_FREE = {sre.CATEGORY: "a Unicode class (\\s, \\w, \\d): spell the ASCII
 WORD_BOUNDARIES = (sre.AT_BOUNDARY, sre.AT_NON_BOUNDARY)
 NOT_PROVIDERS = {rule.kind for module in (generic, keys, pii) for rule in module.RULES}
 # The kinds redact_secrets has always had (rules/core.py): the `kinds` option's contract.
-CORE_KINDS = set(get_args(Kind))
+CORE_KINDS = {rule.kind for rule in core.RULES}
 PII_KINDS = {"payment_card", "iban", "us_ssn", "phone"}
 MINE = [rule for rule in RULES if rule.kind not in CORE_KINDS]
 
@@ -147,5 +145,7 @@ def test_other_draws_of_every_format_are_found_too(seed: int) -> None:
 
 
 def test_no_near_miss_is_found() -> None:
-    hits = [(text[:80], scan(text)) for text in false_positives()]
+    # A core kind keeps its old, looser meaning (any length of `sk-ant-…`, say): its
+    # family's shortened or wrong-checksum draws are not near misses for it.
+    hits = [(text[:80], scan(text)) for text in false_positives(skip=CORE_KINDS)]
     assert [hit for hit in hits if hit[1]] == []

@@ -69,6 +69,8 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 
 def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
+    from gateway_policies.detect import memo
+
     from .auth.authenticator import authenticator
     from .auth.upstream_key import upstream_key
     from .fallback import budget
@@ -80,6 +82,7 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     from .upstream.client import UpstreamClient
 
     tracing.setup()
+    memo.configure(config.policy_memo_bytes)
     key = upstream_key(config)
     # The flag and the chain: one GetParameters call per refresh of both.
     reads = ParameterBatch(config.parameters_ttl, config.clock)

@@ -12,9 +12,11 @@ operator's policies would silently weaken them.
 
 Each document has one version, whatever chain of it a call uses, which every
 call line carries (`chain_version`, beside `chain`, the chain used):
-`v<SSM parameter version>:<hash>` from SSM, `inline:<hash>` from
-POLICY_CONFIG, `none` without either; the hash is the first 8 hex digits of
-the SHA-256 of the document's text. Each load logs `policy chain loaded` once
+`v<SSM parameter version>:<hash>.r<rules>` from SSM, `inline:<hash>.r<rules>`
+from POLICY_CONFIG, `none` without either; the hash is the first 8 hex digits
+of the SHA-256 of the document's text, `<rules>` the detector's rule-set
+version (its first 8 hex digits): a new rule catalogue is a new chain version,
+since the same chain now redacts other text. Each load logs `policy chain loaded` once
 (the default chain's enforced policy names, its shadow-mode ones, the keys of
 its `callers` chains and, by key, the shadow-mode policies of those that have
 any): at start, on a live change (a new version, not every re-read of the same
@@ -36,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway_policies import PolicyConfigError, PolicyDocument, load_document
+from gateway_policies.detect import catalogue_version
 
 from . import names
 from .aws_reads import VersionedParameter
@@ -62,7 +65,7 @@ class LoadedDocument:
 
 
 def chain_version(text: str, parameter_version: int | None) -> str:
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    digest = f"{hashlib.sha256(text.encode()).hexdigest()[:8]}.r{catalogue_version()[:8]}"
     return f"inline:{digest}" if parameter_version is None else f"v{parameter_version}:{digest}"
 
 

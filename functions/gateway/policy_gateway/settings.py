@@ -59,6 +59,8 @@ ENV_SNAPSTART_BEFORE_CHECKPOINT_PATH = "AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH
 ENV_SNAPSTART_AFTER_RESTORE_PATH = "AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH"
 # Outside Lambda the hook routes answer 404 unless this is `true` (tests, the bench).
 ENV_SNAPSTART_HOOKS = "SNAPSTART_HOOKS"
+# Bytes of detector findings kept per process (gateway_policies/detect/memo.py); 0 = off.
+ENV_POLICY_MEMO_BYTES = "POLICY_MEMO_BYTES"
 
 DEFAULT_UPSTREAM_BASE_URL = "https://api.anthropic.com"
 DEFAULT_UPSTREAM_MAX_RETRIES = 2
@@ -74,6 +76,9 @@ DEFAULT_FALLBACK_BUDGET = 10
 DEFAULT_FALLBACK_BUDGET_WINDOW = 3600
 DEFAULT_SNAPSTART_BEFORE_CHECKPOINT_PATH = "/_lifecycle/before-checkpoint"
 DEFAULT_SNAPSTART_AFTER_RESTORE_PATH = "/_lifecycle/after-restore"
+# About 100,000 texts' findings (an entry is a digest and its spans, ~160 bytes): a few
+# hundred sessions' worth of blocks, a few percent of the template's MemorySize.
+DEFAULT_POLICY_MEMO_BYTES = 16 * 1024 * 1024
 
 # `passthrough`: the client's own Anthropic credentials go upstream.
 # `gateway_key`: clients present a gateway key, the gateway holds the Anthropic key.
@@ -141,6 +146,7 @@ class Settings:
     snapstart_hooks: bool = False
     """Serve the SnapStart hooks: always in Lambda (the adapter calls them), elsewhere
     only when SNAPSTART_HOOKS=true, so that a laptop's gateway has no such routes."""
+    policy_memo_bytes: int = DEFAULT_POLICY_MEMO_BYTES
 
     def __post_init__(self) -> None:
         # A typo here must stop the gateway at start-up: guessing a mode could
@@ -163,6 +169,10 @@ class Settings:
             raise ValueError(
                 f"{ENV_FALLBACK_BUDGET_WINDOW} must be at least 1 (seconds), "
                 f"got {self.fallback_budget_window}"
+            )
+        if self.policy_memo_bytes < 0:
+            raise ValueError(
+                f"{ENV_POLICY_MEMO_BYTES} must be 0 (off) or more, got {self.policy_memo_bytes}"
             )
         if self.upstream_provider not in UPSTREAM_PROVIDERS:
             raise ValueError(
@@ -229,6 +239,7 @@ class Settings:
             or DEFAULT_SNAPSTART_AFTER_RESTORE_PATH,
             snapstart_hooks=bool(env.get(ENV_LAMBDA_TASK_ROOT))
             or _switch(ENV_SNAPSTART_HOOKS, env.get(ENV_SNAPSTART_HOOKS)),
+            policy_memo_bytes=int(env.get(ENV_POLICY_MEMO_BYTES, DEFAULT_POLICY_MEMO_BYTES)),
         )
 
 

@@ -4,7 +4,12 @@ Text sits in the system prompt (a string or text blocks), in message content
 (a string or blocks), inside tool_result and search_result blocks, and in
 plain-text documents (a `text` source's data, a `content` source's blocks).
 `thinking` and `redacted_thinking` blocks are never yielded: the API checks
-their signatures, so changing a byte of them breaks every later turn.
+their signatures, so changing a byte of them breaks every later turn. Asked
+for (`tool_inputs`), each string value inside the `input` of a `tool_use` or
+`server_tool_use` block too (never a key, so the JSON keeps its shape). Never
+ids, `signature`, `encrypted_content`/`encrypted_index`, base64 data,
+`file_id`, `cache_control` or `mcp_servers` (whose tokens the API needs):
+only the fields named here are text.
 
 `TextRewriter` is the base of a policy that is one `rewrite(text) -> text`:
 it applies it to every such place of a request and, when asked, of a
@@ -24,6 +29,7 @@ from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
 from .turns import in_turns
 
 _SKIPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+_TOOL_CALLS = frozenset({"tool_use", "server_tool_use"})
 
 WINDOW = 1 << 18
 """How many start positions one `re` call of a windowed pattern tries: about 35 ms at worst."""
@@ -60,7 +66,7 @@ def subn_in_windows(
     return "".join(pieces), count
 
 
-def _content_slots(holder: Any, key: Any) -> Iterator[tuple[Any, Any]]:
+def _content_slots(holder: Any, key: Any, tool_inputs: bool = False) -> Iterator[tuple[Any, Any]]:
     value = holder[key]
     if isinstance(value, str):
         yield holder, key
@@ -74,9 +80,26 @@ def _content_slots(holder: Any, key: Any) -> Iterator[tuple[Any, Any]]:
         if kind == "text" and isinstance(block.get("text"), str):
             yield block, "text"
         elif kind in ("tool_result", "search_result") and "content" in block:
-            yield from _content_slots(block, "content")
+            yield from _content_slots(block, "content", tool_inputs)
         elif kind == "document":
             yield from _document_slots(block)
+        elif tool_inputs and kind in _TOOL_CALLS and "input" in block:
+            yield from _string_values(block, "input")
+
+
+def _string_values(holder: Any, key: Any) -> Iterator[tuple[Any, Any]]:
+    """Every string inside `holder[key]`, however deep, as (container, key); iterative,
+    so a deeply nested input cannot exhaust the stack."""
+    pending = [(holder, key)]
+    while pending:
+        container, at = pending.pop()
+        value = container[at]
+        if isinstance(value, str):
+            yield container, at
+        elif isinstance(value, dict):
+            pending += [(value, name) for name in reversed(list(value))]
+        elif isinstance(value, list):
+            pending += [(value, index) for index in reversed(range(len(value)))]
 
 
 def _document_slots(block: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
@@ -92,15 +115,18 @@ def _document_slots(block: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
         yield from _content_slots(source, "content")
 
 
-def text_slots(request: dict[str, Any], *, system: bool = True) -> Iterator[tuple[Any, Any]]:
-    """Yield (container, key) pairs whose `container[key]` is a text string."""
+def text_slots(
+    request: dict[str, Any], *, system: bool = True, tool_inputs: bool = False
+) -> Iterator[tuple[Any, Any]]:
+    """Yield (container, key) pairs whose `container[key]` is a text string; with
+    `tool_inputs`, the strings in tool calls' inputs too."""
     if system and "system" in request:
         yield from _content_slots(request, "system")
     messages = request.get("messages")
     if isinstance(messages, list):
         for message in messages:
             if isinstance(message, dict) and "content" in message:
-                yield from _content_slots(message, "content")
+                yield from _content_slots(message, "content", tool_inputs)
 
 
 def response_text_slots(response: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
@@ -160,6 +186,8 @@ class TextRewriter(Policy[OptionsT]):
 
     rewrites_requests: bool = True
     rewrites_responses: bool = False
+    reaches_tool_inputs: ClassVar[bool] = False
+    """Also rewrite each string in the inputs of the tool calls in a request's history."""
     action: ClassVar[str] = "rewrite"
     """What the audit trail calls a change this policy made (one of `actions.ACTIONS`)."""
 
@@ -191,7 +219,8 @@ class TextRewriter(Policy[OptionsT]):
 
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         tally: Counter[str] = Counter()
-        await _rewrite_counting(text_slots(request), self.rewrite_counted, tally)
+        slots = text_slots(request, tool_inputs=self.reaches_tool_inputs)
+        await _rewrite_counting(slots, self.rewrite_counted, tally)
         self._record(ctx, "request", tally)
 
     async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:

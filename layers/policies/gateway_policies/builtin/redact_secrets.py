@@ -1,8 +1,8 @@
 """Replace secrets in request text with `[REDACTED:<kind>]` before they leave the gateway.
 
-Reaches the system prompt, string content, text blocks and tool_result
-content (gateway_policies.text); never thinking or redacted_thinking blocks,
-whose signatures the API checks. Kinds:
+What counts as a secret is the detector's rule catalogue (gateway_policies.detect):
+`kinds` names the families to redact, every default-on one when omitted. The
+original seven keep their meaning, since chains name them:
 
 - `anthropic_api_key`: `sk-ant-...`
 - `aws_access_key_id`: `AKIA...` / `ASIA...` (20 characters)
@@ -12,10 +12,22 @@ whose signatures the API checks. Kinds:
 - `github_token`: `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`
 - `bearer_token`: the token of `Bearer <token>` when it has 8+ characters
   including a digit, so prose such as "Bearer authentication" survives
-- `private_key`: a PEM private key block, up to the end of the text when its
-  END line is missing (a pasted key cut short is still a key)
-- `email`: e-mail addresses within RFC 5321's limits (a local part of at most
-  64 characters, domain labels of at most 63, at most 127 labels after the first)
+- `private_key`: a PEM or PGP private key block, up to its END line, or to the
+  end of the text when the END line is missing (a pasted key cut short is still a key)
+- `email`: e-mail addresses within RFC 5321's limits; on by default, as it
+  always was. The other personal-data kinds (`payment_card`, `iban`, `us_ssn`,
+  `phone`) are redacted only when `kinds` names them.
+
+Reaches every field the upstream reads as text (gateway_policies.text): the
+system prompt, message strings and text blocks, tool results, plain-text
+documents, search results, and each string value of the `input` of every
+`tool_use` and `server_tool_use` in the history (so the JSON stays valid).
+Never ids, signatures, thinking blocks, encrypted or base64 data, file ids,
+`cache_control` or MCP servers' credentials.
+
+Each text's findings are kept in the process's memo (detect/memo.py), so a
+conversation resent every turn is scanned once; a redaction is a pure
+function of the text, so the prompt-cache prefix stays stable turn to turn.
 
 Not bypassable: the passthrough fallback redacts the original again before
 resending it (the narrow fallback), so a secret never leaves through it.
@@ -23,120 +35,87 @@ resending it (the narrow fallback), so a secret never leaves through it.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from functools import partial
-from typing import Literal
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
+from pydantic import field_validator
+
+from ..detect import Detector, catalogue, detector
+from ..detect.memo import MEMO, Found, digest, namespace
 from ..options import PolicyOptions
-from ..text import TextRewriter, subn_in_windows
+from ..text import TextRewriter
 
-Kind = Literal[
-    "anthropic_api_key",
-    "aws_access_key_id",
-    "aws_secret_access_key",
-    "github_token",
-    "bearer_token",
-    "private_key",
-    "email",
-]
-
-# Each pattern's group "secret" is what gets replaced; text around it (a label,
-# the word Bearer) stays so the model still understands the sentence. Specific
-# kinds come first so "Bearer sk-ant-..." is named for what it is.
-# Prefixed kinds have no leading word boundary: in JSON-encoded tool output a
-# key often follows a literal "\\n" or "\\t", whose letter is a word character.
-# Redacting a little too much is the safe side of this trade.
-#
-# Every pattern runs over up to the whole body limit of text, so each must be
-# linear in it. A run of a class may be unbounded only when a scan of it is never
-# repeated from a later start: the match then succeeds and consumes the run (the
-# key kinds, the PEM body), or the run cannot hold another start (a bearer token
-# ends at whitespace, which every later `Bearer ` needs). Otherwise it is bounded:
-# the e-mail's local part, unbounded, made "a.a.a…" without an "@" rescan the rest
-# of the run from each of its characters (quadratic: minutes of CPU per request).
-# tests/test_redaction_cpu.py holds each pattern to this.
-#
-# Linear is not enough for the e-mail pattern: it may read 64 characters from
-# each word boundary, so one pass over 6 MB of "a.a.…" takes most of a second,
-# and Python's `re` holds the interpreter lock for a whole call, stalling every
-# other call of a `serve` process. Its matches are bounded (EMAIL_LONGEST), so it
-# runs a window at a time (`text.subn_in_windows`), exactly as one call would.
-PATTERNS: dict[str, re.Pattern[str]] = {
-    "private_key": re.compile(
-        r"(?P<secret>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*))",
-        re.DOTALL,
-    ),
-    "anthropic_api_key": re.compile(r"(?P<secret>sk-ant-[A-Za-z0-9_\-]{8,})"),
-    "aws_access_key_id": re.compile(
-        r"(?P<secret>(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9]))"
-    ),
-    "aws_secret_access_key": re.compile(
-        r"(?i:aws_?secret_?(?:access_?)?key|secret_?(?:access_?)?key)(?:\\?[\"'])?\s*[:=]\s*"
-        r"(?:\\?[\"'])?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
-    ),
-    "github_token": re.compile(
-        r"(?P<secret>(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,}))"
-    ),
-    "bearer_token": re.compile(
-        r"(?i:\bbearer)\s+(?P<secret>(?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{8,}=*)"
-    ),
-    # A local part of at most 64 characters (RFC 5321) and labels of at most 63
-    # (RFC 1035). Possessive (`+`): a run that cannot be followed by "@" or "."
-    # is never retried shorter, since a shorter one is followed by a class character.
-    "email": re.compile(
-        r"(?P<secret>\b[A-Za-z0-9._%+\-]{1,64}+@[A-Za-z0-9\-]{1,63}+(?:\.[A-Za-z0-9\-]{1,63}){1,127})"
-    ),
-}
-
-EMAIL_LONGEST = 64 + 1 + 63 + 127 * (1 + 63)
-"""The longest text the e-mail pattern can match."""
-
-WINDOWED = {"email": EMAIL_LONGEST}
-"""Patterns run a window at a time, with the longest text each can match."""
+_NOTHING: Mapping[str, int] = MappingProxyType({})
 
 
 class RedactSecretsOptions(PolicyOptions):
-    kinds: list[Kind] | None = None
-    """Redact only these kinds; all of them when omitted."""
+    kinds: list[str] | None = None
+    """Redact only these kinds; every default-on kind when omitted."""
+
+    @field_validator("kinds")
+    @classmethod
+    def _known(cls, kinds: list[str] | None) -> list[str] | None:
+        known = {rule.kind for rule in catalogue()}
+        unknown = sorted(set(kinds or ()) - known)
+        if unknown:
+            raise ValueError(f"unknown kinds {unknown}; known kinds: {sorted(known)}")
+        return kinds
 
 
-def _redactor(kind: str) -> Callable[[re.Match[str]], str]:
-    def replace(match: re.Match[str]) -> str:
-        start, end = match.span("secret")
-        whole = match.group(0)
-        offset = match.start()
-        return f"{whole[: start - offset]}[REDACTED:{kind}]{whole[end - offset :]}"
+def spans(found: Iterable[tuple[str, tuple[int, int]]], order: dict[str, int]) -> Found:
+    """The detector's matches as disjoint spans: where two overlap, the earlier one (the
+    catalogue's earlier kind at the same start) names their union."""
+    merged: list[tuple[int, int, str]] = []
+    for kind, (start, end) in sorted(found, key=lambda hit: (hit[1][0], order[hit[0]])):
+        if merged and start < merged[-1][1]:
+            low, high, named = merged[-1]
+            merged[-1] = (low, max(high, end), named)
+        else:
+            merged.append((start, end, kind))
+    return tuple(merged)
 
-    return replace
 
-
-def _substitution(kind: str) -> Callable[[str], tuple[str, int]]:
-    """`subn` with the kind's redactor: a window at a time for a windowed pattern."""
-    pattern, replace = PATTERNS[kind], _redactor(kind)
-    longest = WINDOWED.get(kind)
-    if longest is None:
-        return partial(pattern.subn, replace)
-    return partial(subn_in_windows, pattern, replace, longest=longest)
+def redacted(text: str, found: Found) -> str:
+    pieces: list[str] = []
+    done = 0
+    for start, end, kind in found:
+        pieces += (text[done:start], f"[REDACTED:{kind}]")
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 class RedactSecrets(TextRewriter[RedactSecretsOptions]):
     name = "redact_secrets"
     bypassable = False
     action = "redact"
+    reaches_tool_inputs = True
 
     def setup(self) -> None:
-        wanted = set(self.options.kinds or PATTERNS)
-        self._patterns = [(kind, _substitution(kind)) for kind in PATTERNS if kind in wanted]
+        # Compiled here, at the chain's load (the gateway's init), once per process
+        # and set of kinds: chains that choose the same kinds share one engine.
+        self._detector: Detector = detector(self.options.kinds)
+        self._order = {kind: index for index, kind in enumerate(self._detector.kinds)}
+        # A new namespace per instance: a reloaded chain never reads an older one's entries.
+        self._space = namespace(self._detector.version, os.urandom(8).hex())
+
+    def find(self, text: str) -> Found:
+        if not MEMO.on:
+            return spans(self._detector.find(text), self._order)
+        key = digest(self._space, text)
+        found = MEMO.get(key)
+        if found is None:
+            found = spans(self._detector.find(text), self._order)
+            MEMO.put(key, found)
+        return found
 
     def rewrite(self, text: str) -> str:
         return self.rewrite_counted(text)[0]
 
-    def rewrite_counted(self, text: str) -> tuple[str, dict[str, int]]:
-        counts: dict[str, int] = {}
-        for kind, substitute in self._patterns:
-            text, found = substitute(text)
-            if found:
-                counts[kind] = found
-        return text, counts
+    def rewrite_counted(self, text: str) -> tuple[str, Mapping[str, int]]:
+        found = self.find(text)
+        if not found:
+            return text, _NOTHING
+        return redacted(text, found), Counter(kind for _, _, kind in found)

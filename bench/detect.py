@@ -1,0 +1,217 @@
+"""Figures (12), (13) and (14): redaction on the traffic coding agents send (issue 32).
+
+The workload is shaped like Claude Code's: a system prompt, twenty tool
+definitions and a conversation whose tool results hold real source files (the
+Python standard library's, read from disk here). (12) times the redaction hook
+alone (no parse, no serialization) on a 1 MB request with every rule on and the
+memo off; (13) replays a 40-turn session (each turn adds a tool call and the
+result of one more source file) and divides the session's hook CPU, memo on,
+by one scan of its last request, then times the last turn through a gateway
+against the stub called directly, memo on and off; (14) scans crafted 6 MB
+bodies (each rule's keyword and alphabet repeated, dense near matches) with
+the whole rule set.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import statistics
+import sysconfig
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from gateway_policies.builtin.redact_secrets import RedactSecrets
+from gateway_policies.detect import catalogue
+from gateway_policies.detect.memo import configure
+from gateway_policies.text import text_slots
+from policy_gateway import settings
+
+from .harness import HOST, MESSAGES, Environment
+from .report import Figure
+from .stats import added, ms, paired
+from .wire import Connection
+
+REQUEST_BYTES = 1024 * 1024
+TURNS = 40
+CRAFTED_BYTES = 6 * 1024 * 1024
+MEMO_BYTES = str(settings.DEFAULT_POLICY_MEMO_BYTES)
+PAIRS = 60
+WARMUP = 5
+ALL_KINDS = [rule.kind for rule in catalogue()]
+CHAIN = json.dumps({"policies": [{"policy": "redact_secrets", "options": {"kinds": ALL_KINDS}}]})
+
+
+def sources() -> list[str]:
+    """The standard library's modules, outside its tests, in a fixed order."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    return [path.read_text(errors="replace") for path in sorted(root.glob("*.py"))]
+
+
+def agent_request(files: list[str], size: int) -> tuple[dict[str, Any], list[int]]:
+    """A Claude Code-shaped request of about `size` bytes; also the message count after each
+    file, so a session's turns are its prefixes."""
+    tools = [
+        {
+            "name": f"tool_{index}",
+            "description": files[index][:1500],
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        }
+        for index in range(20)
+    ]
+    request: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 1024,
+        "system": [{"type": "text", "text": files[20][:12000]}],
+        "tools": tools,
+        "messages": [{"role": "user", "content": "Review the repository."}],
+    }
+    marks = []
+    used = len(json.dumps(request))
+    for index, text in enumerate(files[21:]):
+        if used >= size:
+            break
+        text = text[: max(1000, size // TURNS)]
+        call_id = f"toolu_{index:04d}"
+        request["messages"] += [
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": call_id,
+                        "name": "tool_0",
+                        "input": {
+                            "path": f"Lib/module_{index}.py",
+                            "command": f"cat module_{index}.py",
+                        },
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
+            },
+        ]
+        used += len(text) + 200
+        marks.append(len(request["messages"]))
+    return request, marks
+
+
+def hook_seconds(policy: RedactSecrets, request: dict[str, Any]) -> float:
+    """CPU of the hook's work: every text slot rewritten."""
+    started = time.process_time()
+    for container, key in list(text_slots(request, tool_inputs=True)):
+        container[key], _ = policy.rewrite_counted(container[key])
+    return time.process_time() - started
+
+
+def crafted_bodies() -> dict[str, str]:
+    """Per rule, 6 MB of its keyword and its first class's members: near matches everywhere."""
+    bodies = {}
+    for rule in catalogue():
+        classes = re.findall(r"\[(?:\\.|[^\]\\])+\]", rule.pattern)
+        members = "".join(
+            chr(c) for c in range(32, 127) if classes and re.fullmatch(classes[0], chr(c))
+        )
+        unit = (rule.keywords[0] if rule.keywords else "") + members[:40] + "="
+        bodies[rule.kind] = (unit * (CRAFTED_BYTES // len(unit) + 1))[:CRAFTED_BYTES]
+    return bodies
+
+
+def detect(env: Environment, raw: dict[str, Any]) -> list[Figure]:
+    files = sources()
+    request, marks = agent_request(files, REQUEST_BYTES)
+    size = len(json.dumps(request).encode())
+    policy = RedactSecrets({"kinds": ALL_KINDS})
+    configure(0)
+    hook_seconds(policy, copy.deepcopy(request))
+    alone = statistics.median(hook_seconds(policy, copy.deepcopy(request)) for _ in range(7))
+
+    turns = [{**request, "messages": request["messages"][:mark]} for mark in marks[:TURNS]]
+    configure(settings.DEFAULT_POLICY_MEMO_BYTES)
+    session = RedactSecrets({"kinds": ALL_KINDS})
+    session_cpu = sum(hook_seconds(session, copy.deepcopy(turn)) for turn in turns)
+    configure(0)
+    last = hook_seconds(RedactSecrets({"kinds": ALL_KINDS}), copy.deepcopy(turns[-1]))
+
+    crafted = {}
+    for kind, body in crafted_bodies().items():
+        started = time.process_time()
+        policy.rewrite_counted(body)
+        crafted[kind] = time.process_time() - started
+    worst = max(crafted, key=crafted.__getitem__)
+
+    latency = through_gateway(env, turns)
+    raw["detect"] = {
+        "request_bytes": size,
+        "hook_alone_s": alone,
+        "session_turns": len(turns),
+        "session_hook_cpu_s": session_cpu,
+        "last_request_scan_s": last,
+        "crafted_cpu_s": crafted,
+        "last_turn_added_ms": latency,
+    }
+    figures = [
+        Figure(
+            "(12) redaction hook alone, 1 MB agent request, all rules, memo off",
+            size / alone / 1e6,
+            "MB/s",
+            ">= 100",
+            size / alone / 1e6 >= 100,
+            f"{ms(alone):.1f} ms for {size:,} bytes, {len(ALL_KINDS)} kinds",
+        ),
+        Figure(
+            f"(13) {len(turns)}-turn session: hook CPU over one scan of the last request, memo on",
+            session_cpu / last,
+            "x",
+            "<= 2",
+            session_cpu / last <= 2,
+            f"session {ms(session_cpu):.1f} ms, last request alone {ms(last):.1f} ms",
+        ),
+    ]
+    for memo, target in (("on", 5.0), ("off", 15.0)):
+        figures.append(
+            Figure(
+                f"(13) last turn through the gateway over direct, memo {memo}, added p50",
+                latency[memo],
+                "ms",
+                f"<= {target:g}",
+                latency[memo] <= target,
+                f"last request {len(json.dumps(turns[-1])):,} bytes",
+            )
+        )
+    figures.append(
+        Figure(
+            "(14) crafted 6 MB body, whole rule set, worst CPU",
+            crafted[worst],
+            "s",
+            "<= 1",
+            crafted[worst] <= 1.0,
+            f"worst: {worst}; {len(crafted)} bodies",
+        )
+    )
+    return figures
+
+
+def through_gateway(env: Environment, turns: list[dict[str, Any]]) -> dict[str, float]:
+    bodies = [json.dumps(turn).encode() for turn in turns]
+    direct = Connection(HOST, env.upstream_port)
+    result = {}
+    for memo, size in (("on", MEMO_BYTES), ("off", "0")):
+        extra = {settings.ENV_POLICY_MEMO_BYTES: size}
+        with env.gateway(f"detect-memo-{memo}", CHAIN, extra=extra) as port:
+            gateway = Connection(HOST, port)
+            for body in bodies[:-1]:
+                gateway.post(MESSAGES, body)
+            through, straight = paired(
+                partial(gateway.post, MESSAGES, bodies[-1]),
+                partial(direct.post, MESSAGES, bodies[-1]),
+                PAIRS,
+                WARMUP,
+            )
+            result[memo] = added(through, straight, 50)
+    return result

@@ -1,0 +1,52 @@
+"""What a rule finds in a text: `re.finditer`'s matches, whole or only where they may start.
+
+Both engines end here, so they cannot differ in what a match means: the
+`secret` group's span (the whole match without one), kept when the validator,
+if any, accepts its text. The Hyperscan engine runs `finditer` only from the
+starts its match ends allow (`windows`); from any other start `re` finds
+nothing, so the matches are those of one pass over the whole text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from .rule import Rule
+
+Span = tuple[int, int]
+
+LOOKS_PAST = 2
+"""Characters a rule may read past its match (`\\b`, `$` before a final newline)."""
+
+
+def accepted(rule: Rule, match: re.Match[str]) -> Span | None:
+    start, end = match.span("secret") if "secret" in match.re.groupindex else match.span()
+    if start < 0:
+        start, end = match.span()
+    if rule.validator is not None and not rule.validator(match.string[start:end]):
+        return None
+    return start, end
+
+
+def everywhere(rule: Rule, pattern: re.Pattern[str], text: str) -> Iterator[Span]:
+    for match in pattern.finditer(text):
+        span = accepted(rule, match)
+        if span is not None:
+            yield span
+
+
+def windows(
+    rule: Rule, pattern: re.Pattern[str], text: str, starts: Sequence[Span]
+) -> Iterator[Span]:
+    """The matches of one pass over `text` that start within the sorted, disjoint `starts`."""
+    done = 0
+    reach = rule.max_length + LOOKS_PAST
+    for low, high in starts:
+        for match in pattern.finditer(text, max(low, done), min(len(text), high + reach)):
+            if match.start() > high:
+                break
+            done = match.end()
+            span = accepted(rule, match)
+            if span is not None:
+                yield span

@@ -1,0 +1,152 @@
+"""The detector (gateway_policies.detect): its contract, and its engine held to plain `re`.
+
+The Hyperscan engine must find exactly what one `re.finditer` pass of each rule
+finds (the reference engine), on random text and on text cut from the rules
+themselves (keywords, alphabets, near matches, non-ASCII and lone surrogates
+around them); hits are string indices into the decoded text; the engine is
+compiled once per process and rule set, with a scratch space per thread; a
+dense text falls back to one whole-value match.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import replace
+
+import pytest
+from gateway_policies import detect
+from gateway_policies.detect import Detector, Hit, catalogue, catalogue_version, detector, scan
+from gateway_policies.detect.engine import CONFIRM_CHARACTERS, EVENTS_FLOOR, HyperscanEngine
+from gateway_policies.detect.reference import ReferenceEngine
+from gateway_policies.detect.ruleset import RuleSet
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.unit
+
+ALL = RuleSet(catalogue())
+ENGINE = HyperscanEngine(ALL)
+REFERENCE = ReferenceEngine(ALL)
+_CLASS = re.compile(r"\[(?:\\.|[^\]\\])+\]")
+
+SAMPLES = [
+    "AKIAIOSFODNN7EXAMPLE",
+    "sk-ant-api03-AbCdEf0123456789_xyz",
+    "ghp_" + "a1B2c3D4e5" * 4,
+    "github_pat_" + "a1B2c3D4e5_" * 3,
+    "Bearer abc123.def456-ghi~jkl+mno/pqr==",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "jane.doe+tag%x@mail-1.example.co.uk",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n",
+]
+
+
+def _pieces() -> list[str]:
+    """Fragments cut from the rules: their keywords, a few members of each class, samples."""
+    pieces = {" ", "\n", "\t", "=", ":", '"', "'", "é", "日本", "\ud800", "😀", "\\", "-", "_", "."}
+    for rule in catalogue():
+        pieces.update(rule.keywords)
+        pieces.update(keyword.upper() for keyword in rule.keywords)
+        for source in _CLASS.findall(rule.pattern)[:6]:
+            members = [chr(c) for c in range(32, 127) if re.fullmatch(source, chr(c))]
+            pieces.update(members[:: max(1, len(members) // 5)])
+            pieces.add("".join(members[:12]))
+    for sample in SAMPLES:
+        pieces.update(sample[:cut] for cut in range(1, len(sample) + 1, 3))
+        pieces.add(sample)
+    return sorted(pieces)
+
+
+PIECES = _pieces()
+
+
+def same_as_reference(text: str) -> None:
+    assert sorted(ENGINE.find(text)) == sorted(REFERENCE.find(text)), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=60))
+def test_the_engine_finds_what_re_finds_on_text_cut_from_the_rules(pieces: list[str]) -> None:
+    same_as_reference("".join(pieces))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_the_engine_finds_what_re_finds_on_random_text(text: str) -> None:
+    same_as_reference(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(SAMPLES), min_size=1, max_size=8), st.text(max_size=30))
+def test_adjacent_samples_with_anything_between_them(samples: list[str], glue: str) -> None:
+    same_as_reference(glue.join(samples))
+
+
+def test_every_sample_is_found() -> None:
+    for sample in SAMPLES:
+        assert ENGINE.find(f"x {sample} y"), sample
+
+
+def test_indices_are_string_indices_past_non_ascii_text() -> None:
+    key = "AKIAIOSFODNN7EXAMPLE"
+    text = f"日本語 😀 \ud800 é {key} ünï"
+    [hit] = scan([text], ["aws_access_key_id"])
+    assert text[hit.start : hit.end] == key
+
+
+def test_the_contract_slots_spans_and_kinds() -> None:
+    texts = ["nothing here", "mail jane@example.com", "AKIAIOSFODNN7EXAMPLE"]
+    assert scan(texts) == [
+        Hit(1, 5, 21, "email"),
+        Hit(2, 0, 20, "aws_access_key_id"),
+    ]
+    assert scan(texts, ["email"]) == [Hit(1, 5, 21, "email")]
+    assert detect.CONTRACT == 1
+
+
+def test_one_engine_per_process_and_rule_set() -> None:
+    assert detector() is detector(None)
+    assert detector(["email", "github_token"]) is detector(["github_token", "email"])
+    assert detector(["email"]) is not detector()
+
+
+def test_the_version_names_the_rules() -> None:
+    assert catalogue_version() == RuleSet(catalogue()).version
+    first = catalogue()[0]
+    changed = RuleSet((replace(first, max_length=first.max_length + 1), *catalogue()[1:]))
+    assert changed.version != catalogue_version()
+    assert RuleSet.of(catalogue(), ["email"]).version != RuleSet.of(catalogue()).version
+
+
+def test_one_scratch_space_per_thread() -> None:
+    text = "token AKIAIOSFODNN7EXAMPLE " * 2000
+    expected = ENGINE.find(text)
+    results: list[object] = []
+
+    def work() -> None:
+        for _ in range(20):
+            results.append(ENGINE.find(text) == expected)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [True] * 80
+
+
+def test_a_text_with_too_many_ends_is_one_whole_value_match() -> None:
+    text = "a@b.c.d.e.f.g.h.i " * (EVENTS_FLOOR // 4)
+    assert Detector(ENGINE).find(text) == [("email", (0, len(text)))]
+
+
+def test_a_text_with_too_much_to_confirm_is_one_whole_value_match() -> None:
+    text = "AKIAIOSFODNN7EXAMPLE " * (CONFIRM_CHARACTERS // 20)
+    assert Detector(ENGINE).find(text) == [("aws_access_key_id", (0, len(text)))]
+
+
+def test_a_sparse_text_is_confirmed_match_by_match() -> None:
+    text = ("x" * 200 + " AKIAIOSFODNN7EXAMPLE ") * 100
+    assert len(ENGINE.find(text)) == 100

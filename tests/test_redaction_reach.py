@@ -1,0 +1,264 @@
+"""redact_secrets reaches every field the upstream reads as text, and nothing else.
+
+Through the real gateway with the official SDK (JSON and stream), count_tokens and
+batch creation: secrets in the tool_use / server_tool_use inputs of the history are
+redacted, the request still passes the API's rules (the simulator's checks), and the
+fields the API needs byte for byte (ids, signatures, thinking, encrypted and base64
+data, file ids, cache_control, MCP credentials) never change. And the memo never
+changes a result.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Any
+
+import pytest
+from gateway_policies.builtin.redact_secrets import RedactSecrets
+from gateway_policies.detect.memo import MEMO, configure
+from gateway_policies.testing import run_request
+from policy_gateway.cli.simulated_reply import request_problem
+
+from .support.client import policy_chain
+from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.gateway import GatewayFactory
+from .support.sdk import ask, both, sdk
+
+KEY = "AKIAIOSFODNN7EXAMPLE"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+TOKEN = "ghp_" + "a1B2c3D4e5" * 4
+# Valid base64 that holds a key's text: image data is never text.
+DATA = "QUtJQUlPU0ZPRE5ON0VYQU1QTEU" + KEY + "AAAA"
+
+
+def conversation() -> dict[str, Any]:
+    return {
+        "system": [
+            {"type": "text", "text": f"ops key {KEY}", "cache_control": {"type": "ephemeral"}}
+        ],
+        "mcp_servers": [
+            {
+                "type": "url",
+                "url": "https://mcp.example.com",
+                "name": "m",
+                "authorization_token": TOKEN,
+            }
+        ],
+        "messages": [
+            {"role": "user", "content": "deploy it"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": f"use {KEY}", "signature": f"sig{KEY}"},
+                    {"type": "redacted_thinking", "data": f"opaque{KEY}"},
+                    {
+                        "type": "server_tool_use",
+                        "id": "srvtoolu_01" + KEY,
+                        "name": "web_search",
+                        "input": {"query": f"who owns {KEY}"},
+                    },
+                    {
+                        "type": "web_search_tool_result",
+                        "tool_use_id": "srvtoolu_01" + KEY,
+                        "content": [
+                            {
+                                "type": "web_search_result",
+                                "url": "https://example.com",
+                                "title": "t",
+                                "encrypted_content": f"enc{KEY}",
+                            }
+                        ],
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_01" + KEY,
+                        "name": "bash",
+                        "input": {
+                            "command": f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}",
+                            "env": [f"TOKEN={TOKEN}", {"deep": [f"id {KEY}"]}],
+                            "count": 3,
+                        },
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_01" + KEY,
+                        "content": [
+                            {"type": "text", "text": f"done {TOKEN}"},
+                            {
+                                "type": "image",
+                                "source": {
+                                    "type": "base64",
+                                    "media_type": "image/png",
+                                    "data": DATA,
+                                },
+                            },
+                        ],
+                    },
+                    {
+                        "type": "document",
+                        "source": {"type": "base64", "media_type": "application/pdf", "data": DATA},
+                    },
+                    {"type": "document", "source": {"type": "file", "file_id": "file_" + KEY}},
+                    {"type": "text", "text": "now?", "cache_control": {"type": "ephemeral"}},
+                ],
+            },
+        ],
+    }
+
+
+def without_text(request: dict[str, Any]) -> dict[str, Any]:
+    """The request with every field redact_secrets may change taken out."""
+    kept = copy.deepcopy(request)
+    kept.pop("system")
+    history = kept["messages"]
+    history[0].pop("content")
+    history[1]["content"][2].pop("input")
+    history[1]["content"][4].pop("input")
+    history[2]["content"][0]["content"][0].pop("text")
+    history[2]["content"][3].pop("text")
+    return kept
+
+
+def check_redacted(sent: dict[str, Any]) -> None:
+    assert without_text(sent) == without_text({**conversation(), **_generation(sent)})
+    assert sent["system"][0]["text"] == "ops key [REDACTED:aws_access_key_id]"
+    tool_use = sent["messages"][1]["content"][4]["input"]
+    assert tool_use == {
+        "command": "export AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_access_key]",
+        "env": ["TOKEN=[REDACTED:github_token]", {"deep": ["id [REDACTED:aws_access_key_id]"]}],
+        "count": 3,
+    }
+    assert sent["messages"][1]["content"][2]["input"] == {
+        "query": "who owns [REDACTED:aws_access_key_id]"
+    }
+    assert sent["messages"][2]["content"][0]["content"][0]["text"] == (
+        "done [REDACTED:github_token]"
+    )
+
+
+def _generation(sent: dict[str, Any]) -> dict[str, Any]:
+    return {key: sent[key] for key in ("model", "max_tokens", "stream") if key in sent}
+
+
+def api_rules(body: dict[str, Any]) -> Reply | None:
+    problem = request_problem(body, "max_tokens" not in body)
+    return None if problem is None else Reply.error(400, "invalid_request_error", problem)
+
+
+@pytest.mark.unit
+def test_only_text_fields_change() -> None:
+    check_redacted(run_request(RedactSecrets(), {"model": MODEL, **conversation()}))
+
+
+@both
+def test_tool_inputs_in_history_are_redacted_through_the_gateway(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
+) -> None:
+    upstream.rules = api_rules
+    url = make_gateway(policy_config=policy_chain(("redact_secrets", {})))
+    body = conversation()
+    ask(sdk(url), streaming, extra_body={"mcp_servers": body.pop("mcp_servers")}, **body)
+    [sent] = upstream.requests
+    for secret in (AWS_SECRET.encode(), b"TOKEN=" + TOKEN.encode()):
+        assert secret not in sent.body
+    check_redacted(sent.json)
+
+
+def test_count_tokens_and_batch_creation_redact_the_same_fields(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    upstream.rules = api_rules
+    client = sdk(make_gateway(policy_config=policy_chain(("redact_secrets", {}))))
+    body = conversation()
+    extra = {"mcp_servers": body.pop("mcp_servers")}
+    client.messages.count_tokens(model=MODEL, extra_body=extra, **body)
+    entry: Any = {"custom_id": "a", "params": {"model": MODEL, "max_tokens": 64, **conversation()}}
+    client.messages.batches.create(requests=[entry])
+    counted, batch = upstream.requests
+    check_redacted(counted.json)
+    check_redacted(batch.json["requests"][0]["params"])
+
+
+# ------------------------------------------------------------------------ memo
+
+PIECES = [f"see {KEY}", f"TOKEN={TOKEN}", "plain text", "mail jo@example.com", "x" * 300, "é😀"]
+
+
+def session(seed: int) -> list[dict[str, Any]]:
+    """A random agent session: each turn resends the history and adds a tool call and result."""
+    pick = random.Random(seed)
+    history: list[dict[str, Any]] = [{"role": "user", "content": pick.choice(PIECES)}]
+    turns = []
+    for turn in range(8):
+        history += [
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_{turn}",
+                        "name": "bash",
+                        "input": {"command": " ".join(pick.choices(PIECES, k=2))},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"toolu_{turn}",
+                        "content": " ".join(pick.choices(PIECES, k=3)),
+                    },
+                ],
+            },
+        ]
+        turns.append({"model": MODEL, "max_tokens": 10, "messages": copy.deepcopy(history)})
+    return turns
+
+
+@pytest.fixture
+def memo_on() -> Any:
+    configure(1 << 20)
+    yield MEMO
+    configure(0)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(5))
+def test_the_memo_never_changes_a_result(seed: int, memo_on: Any) -> None:
+    turns = session(seed)
+    with_memo = RedactSecrets()
+    remembered = [json.dumps(run_request(with_memo, turn)) for turn in turns]
+    assert len(MEMO) > 0
+    configure(0)
+    without = RedactSecrets()
+    assert [json.dumps(run_request(without, turn)) for turn in turns] == remembered
+
+
+@pytest.mark.unit
+def test_a_new_chain_or_rule_set_does_not_read_the_old_entries(memo_on: Any) -> None:
+    text = f"see {KEY}"
+    first = RedactSecrets()
+    first.rewrite(text)
+    entries = len(MEMO)
+    RedactSecrets().rewrite(text)  # a reloaded chain: a new instance
+    RedactSecrets({"kinds": ["email"]}).rewrite(text)  # another rule set
+    assert len(MEMO) == entries + 2
+    assert RedactSecrets({"kinds": ["email"]}).rewrite(text) == text
+
+
+@pytest.mark.unit
+def test_the_memo_stays_within_its_bytes(memo_on: Any) -> None:
+    configure(4096)
+    policy = RedactSecrets()
+    for index in range(200):
+        policy.rewrite(f"text {index} {KEY}")
+    assert 0 < MEMO.bytes <= 4096
