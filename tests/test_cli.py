@@ -3,10 +3,12 @@ and `serve` with the first-run stand-ins. tests/test_cli_stack.py: the same with
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import boto3
 import pytest
 from policy_gateway import settings
 from policy_gateway.auth.authenticator import key_caller
+from policy_gateway.cli.main import build_parser
 from policy_gateway.cli.standins import LOCAL_FALLBACK_BUDGET_TABLE
 from policy_gateway.fallback.budget_table import DynamoDBStore, create_table, window_start
 from starlette.applications import Starlette
@@ -490,6 +493,25 @@ def test_policy_help_describes_its_actions_and_every_region_option_has_help() ->
     for command in ("flag", "policy", "init", "doctor", "budget"):
         text = " ".join(cli(command, "--help").stdout.split())
         assert "--region REGION AWS region (default: AWS_REGION, then AWS_DEFAULT_REGION" in text
+
+
+def _commands(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, Any]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                yield from _commands(command, f"{path} {name}")
+        else:
+            yield path, action
+
+
+def test_every_option_and_argument_of_every_command_says_what_it_is() -> None:
+    """`--help` is the operator's first reference: `keys rotate --help` showed a bare `name`."""
+    bare = [
+        f"{path}: {'/'.join(action.option_strings) or action.dest}"
+        for path, action in _commands(build_parser(), "policy-gateway")
+        if not action.help
+    ]
+    assert bare == []
 
 
 def _web_page(request: Request) -> Response:

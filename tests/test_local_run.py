@@ -67,6 +67,11 @@ def held_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
+def _this_tree() -> str:
+    """PYTHONPATH for a child that must run this checkout's code and import `tests`."""
+    return os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+
+
 def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "policy_gateway", "serve", *args],
@@ -337,24 +342,27 @@ def test_the_stand_in_s_budget_table_outlasts_a_first_answer_slower_than_a_servi
 @pytest.mark.usefixtures("no_aws_configured")
 def test_stack_commands_against_the_stand_in_are_one_line_each(tmp_path: Path) -> None:
     """The banner's exports name AWS_REGION only: every command takes it (doctor once
-    asked for it while it was set), and what needs a deployed stack says so in a line."""
+    asked for it while it was set), and what needs a deployed stack says so in a line
+    (it once said the stack was not found, to check --stack and --region)."""
     log = tmp_path / "serve.log"
     serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
-    with gateway_process({"PYTHONPATH": str(ROOT)}, stdout_path=log, serve_args=serve_args):
+    with gateway_process({"PYTHONPATH": _this_tree()}, stdout_path=log, serve_args=serve_args):
         operator = _operator_env(log.read_text())
         assert "AWS_DEFAULT_REGION" not in operator
         assert cli("flag", "status", env=operator).returncode == 0
         for command in (
             ("doctor", "--stack", "policy-gateway"),
             ("flag", "status", "--stack", "policy-gateway"),
+            ("keys", "list", "--stack", "policy-gateway"),
         ):
             result = cli(*command, env=operator)
             assert result.returncode == 1
-            assert len(result.stderr.splitlines()) == 1, result.stderr
-            printed = result.stdout + result.stderr
-            assert "stack policy-gateway" in printed or "no stack named policy-gateway" in printed
-            assert "region" not in printed.replace("--region", "")
-            assert "<" not in printed
+            assert result.stdout == ""
+            (line,) = result.stderr.splitlines()
+            assert line.startswith(f"policy-gateway {command[0]}: stack policy-gateway ")
+            assert "need a deployed stack" in line
+            assert operator["AWS_ENDPOINT_URL"] in line
+            assert "check --stack" not in line
 
 
 @pytest.mark.usefixtures("no_aws_configured")
@@ -370,3 +378,27 @@ def test_serve_refuses_a_broken_inline_chain_in_one_line(stand_ins: bool) -> Non
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"policy-gateway serve: {settings.ENV_POLICY_CONFIG} is not valid: ")
     assert "no_such_policy" in line
+
+
+@pytest.mark.usefixtures("no_aws_configured")
+def test_the_banners_exports_carry_the_settings_the_commands_report(tmp_path: Path) -> None:
+    """The README's walkthrough: `AUTH_MODE=gateway_key make run`, the banner's export line in
+    another shell, then `keys add`. The commands report the running gateway's mode and TTLs,
+    not this shell's defaults (they once said the keys go unchecked in passthrough mode)."""
+    log = tmp_path / "serve.log"
+    env = {
+        "PYTHONPATH": _this_tree(),
+        settings.ENV_AUTH_MODE: settings.AUTH_GATEWAY_KEY,
+        settings.ENV_SECRETS_TTL: "5",
+        settings.ENV_POLICY_CONFIG_TTL: "7",
+    }
+    serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
+    with gateway_process(env, stdout_path=log, serve_args=serve_args):
+        operator = _operator_env(log.read_text())
+        assert cli("init", "--secrets", env=operator).returncode == 0
+        added = cli("keys", "add", "alice", env=operator)
+        shown = cli("policy", "show", env=operator)
+    assert added.returncode == 0, added.stderr
+    assert "gateway_key mode" not in added.stderr
+    assert f"within 5 s ({settings.ENV_SECRETS_TTL} in this shell" in added.stderr
+    assert json.loads(shown.stdout)["gateway_ttl_seconds"] == 7.0

@@ -44,6 +44,9 @@ _SIGV4 = re.compile(
     r"SignedHeaders=[a-z0-9-]+(?:;[a-z0-9-]+)*,\s*Signature=[0-9a-f]{64}"
 )
 _DENIED = "AccessDeniedException"
+# On every answer moto gives here: an operator command told "no such stack" by this stand-in
+# says that --stack needs a deployed stack, not to check the stack's name.
+STAND_IN_HEADER = "x-policy-gateway-stand-in"
 
 
 def _error(message: str) -> tuple[str, list[tuple[str, str]], bytes]:
@@ -57,14 +60,15 @@ def _error(message: str) -> tuple[str, list[tuple[str, str]], bytes]:
 
 
 class _NoCORSGrant:
-    """moto's start_response without the Access-Control-* headers it would add."""
+    """moto's start_response without the Access-Control-* headers it would add, and with
+    STAND_IN_HEADER."""
 
     def __init__(self, start_response: StartResponse) -> None:
         self._start_response = start_response
 
     def __call__(self, status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
         kept = [(k, v) for k, v in headers if not k.lower().startswith("access-control-")]
-        return self._start_response(status, kept, exc_info)
+        return self._start_response(status, [*kept, (STAND_IN_HEADER, "make run")], exc_info)
 
 
 class SignedLocalOnly:

@@ -23,7 +23,11 @@ ALARM_RESOURCE_TYPE = "AWS::CloudWatch::Alarm"
 
 
 class StackNotFound(Exception):
-    pass
+    """No such stack; `stand_in` is the endpoint that said so when it is make run's stand-in."""
+
+    def __init__(self, stack_name: str, stand_in: str | None) -> None:
+        super().__init__(stack_name)
+        self.stand_in = stand_in
 
 
 def region(explicit: str | None = None) -> str | None:
@@ -69,7 +73,11 @@ class Deployment:
             stacks = cloudformation.describe_stacks(StackName=self.stack_name)["Stacks"]
         except cloudformation.exceptions.ClientError as exc:
             if "does not exist" in str(exc):
-                raise StackNotFound(self.stack_name) from None
+                from .aws_standin import STAND_IN_HEADER
+
+                answered = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+                stand_in = cloudformation.meta.endpoint_url if STAND_IN_HEADER in answered else None
+                raise StackNotFound(self.stack_name, stand_in) from None
             raise
         stack: dict[str, Any] = stacks[0]
         return stack

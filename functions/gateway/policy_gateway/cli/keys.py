@@ -235,7 +235,7 @@ def add_key_commands(commands: Any, targeted: Callable[[argparse.ArgumentParser]
     rotated = actions.add_parser(
         "rotate", help="a new key for NAME, printed once; the old one works for --grace"
     )
-    rotated.add_argument("name")
+    rotated.add_argument("name", help="the holder whose key is replaced, as `keys list` names it")
     rotated.add_argument(
         "--grace",
         default=DEFAULT_GRACE,
@@ -245,7 +245,7 @@ def add_key_commands(commands: Any, targeted: Callable[[argparse.ArgumentParser]
     revoked = actions.add_parser(
         "revoke", help="remove every key of NAME (refused within the secrets' TTL)"
     )
-    revoked.add_argument("name")
+    revoked.add_argument("name", help="the holder whose every key is removed")
     revoked.set_defaults(handler=revoke)
     for command in (made, rotated):
         command.add_argument(

@@ -9,8 +9,9 @@
     policy-gateway doctor --stack NAME [--region R] [--url URL]
     policy-gateway budget CALLER|top [--limit N] [--stack NAME] [--region R]
     policy-gateway logs [--file F] [--stack NAME [--since 10m] [--follow]] [--all]
-    policy-gateway keys add NAME [--group G ...] [--expires WHEN]|list|rotate NAME [--grace D]
-                        |revoke NAME [--stack NAME] [--region R]
+    policy-gateway keys add NAME [--group G ...] [--expires WHEN]|list
+                        |rotate NAME [--grace D] [--expires WHEN]|revoke NAME
+                        [--stack NAME] [--region R]
     policy-gateway callers id < KEY
     policy-gateway --version
 
@@ -125,8 +126,12 @@ def _targeted(command: argparse.ArgumentParser) -> None:
 
 
 def _add_serve(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--host", default="127.0.0.1")
-    run.add_argument("--port", type=int, default=8080)
+    run.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default %(default)s)"
+    )
+    run.add_argument(
+        "--port", type=int, default=8080, help="port to listen on (default %(default)s)"
+    )
     run.add_argument(
         "--simulate-upstream",
         action="store_true",
@@ -140,7 +145,12 @@ def _add_serve(run: argparse.ArgumentParser) -> None:
         help="keep the flag and the chain in an embedded SSM stand-in, which also serves "
         "Secrets Manager and DynamoDB (unless AWS_ENDPOINT_URL_SSM is set)",
     )
-    run.add_argument("--embedded-ssm-port", type=int, default=8787)
+    run.add_argument(
+        "--embedded-ssm-port",
+        type=int,
+        default=8787,
+        help="the AWS stand-in's port, with --embedded-ssm (default %(default)s)",
+    )
     run.set_defaults(handler=serve)
 
 
@@ -150,7 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_serve(commands.add_parser("serve", help="serve the gateway over HTTP"))
     toggle = commands.add_parser("flag", help="read or set the passthrough-fallback flag")
-    toggle.add_argument("action", choices=["on", "off", "status"])
+    toggle.add_argument(
+        "action",
+        choices=["on", "off", "status"],
+        help="turn the passthrough fallback on or off, or print the flag and its TTL",
+    )
     _targeted(toggle)
     toggle.set_defaults(handler=flag)
     chain = commands.add_parser(

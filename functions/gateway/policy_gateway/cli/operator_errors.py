@@ -8,6 +8,11 @@ the operator's terminal.
 
 from __future__ import annotations
 
+NEEDS_A_STACK = (
+    "--stack and doctor need a deployed stack: the stand-in serves only SSM, Secrets Manager "
+    "and DynamoDB, which the commands reach without --stack"
+)
+
 
 class OperatorError(Exception):
     """A failure the operator can act on; `exit_code` 2 for input that was refused."""
@@ -36,6 +41,12 @@ def explain(exc: BaseException) -> OperatorError:
 
     from .deployment import StackNotFound
 
+    if isinstance(exc, StackNotFound) and exc.stand_in:
+        return OperatorError(
+            f"stack {exc} not found at {exc.stand_in}: that is make run's stand-in, which has "
+            "no stacks",
+            NEEDS_A_STACK,
+        )
     if isinstance(exc, StackNotFound):
         return OperatorError(
             f"stack {exc} not found", "check --stack and --region (sam list stack-outputs)"
@@ -52,8 +63,7 @@ def explain(exc: BaseException) -> OperatorError:
         return OperatorError(
             "the AWS endpoint answered with something that is not an AWS response "
             "(is AWS_ENDPOINT_URL make run's stand-in?)",
-            "--stack and doctor need a deployed stack: the stand-in serves only SSM, Secrets "
-            "Manager and DynamoDB, which the commands reach without --stack",
+            NEEDS_A_STACK,
         )
     if isinstance(exc, EndpointConnectionError):
         return OperatorError(str(exc), "check the region and any AWS_ENDPOINT_URL_* variable")

@@ -17,6 +17,7 @@ before anything starts or is announced (listen.py).
 from __future__ import annotations
 
 import os
+import shlex
 import threading
 import time
 from typing import Any
@@ -159,14 +160,33 @@ def _seed_parameters() -> None:
     )
 
 
+# The gateway's settings the operator commands read (names, TTLs, the auth mode): set for
+# this gateway, another shell's commands must report and act on its values, not defaults.
+OPERATOR_SETTINGS = (
+    settings.ENV_FALLBACK_BUDGET_TABLE,
+    settings.ENV_AUTH_MODE,
+    settings.ENV_FLAG_PARAMETER,
+    settings.ENV_FLAG_TTL,
+    settings.ENV_POLICY_CONFIG_PARAMETER,
+    settings.ENV_POLICY_CONFIG_TTL,
+    settings.ENV_GATEWAY_KEYS_SECRET,
+    settings.ENV_UPSTREAM_API_KEY_SECRET,
+    settings.ENV_SECRETS_TTL,
+    settings.ENV_FALLBACK_BUDGET,
+    settings.ENV_FALLBACK_BUDGET_WINDOW,
+)
+
+
 def operator_env(endpoint: str) -> str:
-    """What another shell exports so `policy-gateway flag|policy|init|budget` reach the stand-in."""
+    """What another shell exports so `policy-gateway flag|policy|init|budget|keys` reach the
+    stand-in and report this gateway's settings."""
     values = {
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_REGION": os.environ.get("AWS_REGION", LOCAL_REGION),
         **LOCAL_CREDENTIALS,
     }
-    table = os.environ.get(settings.ENV_FALLBACK_BUDGET_TABLE)
-    if table:
-        values[settings.ENV_FALLBACK_BUDGET_TABLE] = table
-    return "export " + " ".join(f"{name}={value}" for name, value in values.items())
+    for name in OPERATOR_SETTINGS:
+        value = os.environ.get(name)
+        if value:
+            values[name] = value
+    return "export " + " ".join(f"{name}={shlex.quote(value)}" for name, value in values.items())

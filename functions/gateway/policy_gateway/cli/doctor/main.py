@@ -47,7 +47,9 @@ def main(stack_name: str, region: str | None, url: str | None) -> int:
     results: list[Result] = []
     try:
         checkup.deployment.stack  # noqa: B018 - a missing stack makes every check moot
-    except StackNotFound:
+    except StackNotFound as missing:
+        if missing.stand_in:
+            raise  # one line, as every command says it (operator_errors)
         results.append(
             Result(
                 "stack",
