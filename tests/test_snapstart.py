@@ -21,7 +21,7 @@ import anthropic
 import httpx2
 import pytest
 from policy_gateway import names, settings
-from policy_gateway.observability import metrics, tracing
+from policy_gateway.observability import metrics, tracing, tracing_settings
 
 from .conftest import KEYS_SECRET, UPSTREAM_SECRET, PutSecret
 from .support.aws import AWSProxy, ContainerCredentials, gateway_env, wait_until
@@ -174,7 +174,7 @@ def test_environments_restored_from_one_snapshot_draw_different_ids(
         settings.ENV_UPSTREAM_BASE_URL: upstream_url,
         settings.ENV_UPSTREAM_MAX_RETRIES: "0",
         settings.ENV_LAMBDA_TASK_ROOT: str(tmp_path),
-        settings.ENV_XRAY_DAEMON_ADDRESS: xray.address,
+        tracing_settings.ENV_XRAY_DAEMON_ADDRESS: xray.address,
     }
     trace = "Root=1-67890abc-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1"
     command = [sys.executable, "-c", SEEDED_SERVE]
@@ -214,7 +214,7 @@ def test_spans_still_batched_are_exported_before_the_snapshot(
         env = {
             settings.ENV_UPSTREAM_BASE_URL: upstream_url,
             settings.ENV_UPSTREAM_MAX_RETRIES: "0",
-            settings.ENV_OTLP_ENDPOINT: collector.url,
+            tracing_settings.ENV_OTLP_ENDPOINT: collector.url,
             # Far longer than the test: only a flush can send the call's spans.
             "OTEL_BSP_SCHEDULE_DELAY": "600000",
             **HOOKS_ON,

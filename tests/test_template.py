@@ -24,6 +24,7 @@ from gateway_policies.runtime.loader import load_chain
 from policy_gateway import names, settings
 from policy_gateway.cli import deployment
 from policy_gateway.fallback import budget_table
+from policy_gateway.observability import tracing_settings
 
 from .support.cfn import ROOT, TEMPLATE, Stack, insight_rule_body, load_template
 from .support.clock import eventually
@@ -342,7 +343,8 @@ def test_environment_uses_the_names_settings_reads() -> None:
     # silently ignored at run time.
     known = {
         value
-        for name, value in vars(settings).items()
+        for module in (settings, tracing_settings)
+        for name, value in vars(module).items()
         if name.startswith("ENV_") and isinstance(value, str)
     }
     assert set(env) - PLATFORM_ENV <= known

@@ -54,7 +54,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..app import create_app
-    from ..observability import tracing
+    from ..observability import tracing_settings
     from .listen import claim
     from .policy_file import inline_chain_problem
     from .standins import (
@@ -65,8 +65,8 @@ def serve(args: argparse.Namespace) -> int:
     )
 
     try:
-        tracing.check_exporter()
-    except tracing.ExporterMissing as exc:
+        tracing_settings.check_exporter()
+    except tracing_settings.ExporterMissing as exc:
         say(f"policy-gateway serve: {exc}")
         return 1
     inline = settings.Settings.from_env()
