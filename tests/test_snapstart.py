@@ -27,6 +27,7 @@ from .conftest import KEYS_SECRET, UPSTREAM_SECRET, PutSecret
 from .support.aws import AWSProxy, ContainerCredentials, gateway_env, wait_until
 from .support.client import HEADERS, policy_chain, request_body
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.gateway import GatewayStdout
 from .support.sdk import REPLACE, USER, reject_the_rewrite
 from .support.servers import gateway_process, serving
 from .support.traces import OTLPReceiver, XRayEndpoint
@@ -337,14 +338,14 @@ def test_from_adapter_needs_loopback_and_no_forwarded_headers() -> None:
 
 
 def test_a_restore_drops_the_metrics_the_snapshot_buffered(
-    capsys: pytest.CaptureFixture[str],
+    gateway_stdout: GatewayStdout,
 ) -> None:
     """Counted before the snapshot, unflushed: after a restore they are not this process's."""
     metrics.count(names.METRIC_REQUESTS)
     metrics.count_by(names.METRIC_POLICY_ACTIONS, {names.DIMENSION_POLICY: "from_the_snapshot"})
     metrics.discard()
     metrics.flush()
-    assert capsys.readouterr().out == ""
+    assert gateway_stdout.text == ""
     metrics.count_by(names.METRIC_POLICY_ACTIONS, {names.DIMENSION_POLICY: "after_the_restore"})
     metrics.flush()
-    assert "after_the_restore" in capsys.readouterr().out
+    assert "after_the_restore" in gateway_stdout.text

@@ -701,14 +701,14 @@ def test_iam_is_scoped_to_the_two_parameters_the_two_secrets_and_the_budget_tabl
         for action in actions:
             by_service.setdefault(action, []).extend(resources)
     assert set(by_service) == {
-        "ssm:GetParameter",
+        "ssm:GetParameters",
         "secretsmanager:GetSecretValue",
         "dynamodb:UpdateItem",
     }
     # One write action on the budget table; reading it is the operator's (the CLI).
     assert by_service["dynamodb:UpdateItem"] == [{"Fn::GetAtt": ["FallbackBudgetTable", "Arn"]}]
     stack = Stack(TEMPLATE_JSON, names.SERVICE_NAME)
-    assert sorted(stack.resolve(by_service["ssm:GetParameter"])) == sorted(
+    assert sorted(stack.resolve(by_service["ssm:GetParameters"])) == sorted(
         f"arn:aws:ssm:us-east-1:123456789012:parameter{name}"
         for name in (settings.DEFAULT_FLAG_PARAMETER, settings.DEFAULT_POLICY_CONFIG_PARAMETER)
     )
