@@ -138,7 +138,7 @@ def test_one_scratch_space_per_thread() -> None:
 
 
 def test_a_text_with_too_many_ends_is_one_whole_value_match() -> None:
-    text = "a@b.c.d.e.f.g.h.i " * (EVENTS_FLOOR // 4)
+    text = "a@b.io " * (2 * EVENTS_FLOOR)
     assert Detector(ENGINE).find(text) == [("email", (0, len(text)))]
 
 
@@ -150,3 +150,10 @@ def test_a_text_with_too_much_to_confirm_is_one_whole_value_match() -> None:
 def test_a_sparse_text_is_confirmed_match_by_match() -> None:
     text = ("x" * 200 + " AKIAIOSFODNN7EXAMPLE ") * 100
     assert len(ENGINE.find(text)) == 100
+
+
+@pytest.mark.unit
+def test_a_url_password_is_not_read_as_an_address() -> None:
+    text = "DATABASE_URL=postgres://app:s3cr3t%21Pass@db.internal:5432/x mailto:jo@corp.example"
+    found = [(text[start:end], kind) for _, start, end, kind in scan([text])]
+    assert sorted(found) == [("jo@corp.example", "email"), ("s3cr3t%21Pass", "url_password")]
