@@ -36,6 +36,7 @@ from pydantic import Field, field_validator
 
 from .. import recorder
 from ..base import JSONObject, PolicyContext, StreamEvent
+from ..detect import detector
 from ..provenance.candidates import candidates
 from ..provenance.conversation import (
     Conversation,
@@ -93,6 +94,8 @@ class FlowGuard(ToolCallGate[FlowGuardOptions]):
             else None
         )
         self._searchable = SearchableMemo()
+        # Compiled now (at init, before a snapshot), not at the first sink call.
+        detector()
 
     def _is_untrusted(self, tool: str) -> bool:
         return self._untrusted is not None and self._untrusted.fullmatch(tool) is not None
