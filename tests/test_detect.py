@@ -157,3 +157,13 @@ def test_a_url_password_is_not_read_as_an_address() -> None:
     text = "DATABASE_URL=postgres://app:s3cr3t%21Pass@db.internal:5432/x mailto:jo@corp.example"
     found = [(text[start:end], kind) for _, start, end, kind in scan([text])]
     assert sorted(found) == [("jo@corp.example", "email"), ("s3cr3t%21Pass", "url_password")]
+
+
+@pytest.mark.parametrize("glue", [",", " ", "\\n", "\n"])
+def test_keys_one_delimiter_apart_are_each_found(glue: str) -> None:
+    """A rule consumes the delimiters around its token (it cannot look behind); the next search
+    starts where the secret ended, so the delimiter between two keys serves both."""
+    first, second = "AKIAABCDEFGHIJKLMNOP", "ASIAQRSTUVWXYZ234567"
+    text = f"a{glue}{first}{glue}{second}"
+    spans = [(hit.start, hit.end) for hit in scan([text], ["aws_access_key_id"])]
+    assert [text[start:end] for start, end in spans] == [first, second]

@@ -54,8 +54,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         kind="aws_access_key_id",
-        pattern=r"\b(?P<secret>(?:AKIA|ASIA)[A-Z0-9]{16})\b",
-        max_length=20,
+        # Not inside a longer run of capitals and digits, whatever comes before it (`\nAKIA…`
+        # in a JSON-escaped file): the delimiters are consumed, outside the secret.
+        pattern=r"(?:^|[^A-Z0-9])(?P<secret>(?:AKIA|ASIA)[A-Z0-9]{16})(?:[^A-Z0-9]|$)",
+        max_length=22,
         keywords=("akia", "asia"),
     ),
     # Forty characters of base64 are any hash or blob: only a labelled one is this kind.
