@@ -53,7 +53,7 @@ def sources() -> list[str]:
 
 def agent_request(files: list[str], size: int) -> tuple[dict[str, Any], list[int]]:
     """A Claude Code-shaped request of about `size` bytes; also the message count after each
-    file, so a session's turns are its prefixes."""
+    of its TURNS turns, so a session's turns are its prefixes."""
     tools = [
         {
             "name": f"tool_{index}",
@@ -71,10 +71,15 @@ def agent_request(files: list[str], size: int) -> tuple[dict[str, Any], list[int
     }
     marks = []
     used = len(json.dumps(request))
-    for index, text in enumerate(files[21:]):
-        if used >= size:
-            break
-        text = text[: max(1000, size // TURNS)]
+    # Each turn's result is source files, as many as make the last request about `size`.
+    share = (size - used) // TURNS
+    pending = iter(files[21:])
+    for index in range(TURNS):
+        text = ""
+        while len(text) < share:
+            text += next(pending)
+        while len(json.dumps(text)) > share:
+            text = text[: share - (len(json.dumps(text)) - len(text))]
         call_id = f"toolu_{index:04d}"
         request["messages"] += [
             {
@@ -96,7 +101,6 @@ def agent_request(files: list[str], size: int) -> tuple[dict[str, Any], list[int
                 "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
             },
         ]
-        used += len(text) + 200
         marks.append(len(request["messages"]))
     return request, marks
 
@@ -109,16 +113,36 @@ def hook_seconds(policy: RedactSecrets, request: dict[str, Any]) -> float:
     return time.process_time() - started
 
 
+def alphabet(pattern: str) -> str:
+    """The printable characters the pattern's classes admit, each once, in class order."""
+    found = dict.fromkeys(
+        chr(c)
+        for cls in re.findall(r"\[(?:\\.|[^\]\\])+\]", pattern)
+        for c in range(32, 127)
+        if re.fullmatch(cls, chr(c))
+    )
+    return "".join(found) or "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
 def crafted_bodies() -> dict[str, str]:
-    """Per rule, 6 MB of its keyword and its first class's members: near matches everywhere."""
+    """Two 6 MB bodies of near matches per rule of the catalogue (the generic and personal
+    data kinds too): `dense`, each keyword (as written and upper case) then a few of the
+    rule's alphabet, over and over; `reach`, each keyword then a run of the alphabet as long
+    as the rule's reach, so every confirm window is as long as it can be."""
     bodies = {}
-    for rule in catalogue():
-        classes = re.findall(r"\[(?:\\.|[^\]\\])+\]", rule.pattern)
-        members = "".join(
-            chr(c) for c in range(32, 127) if classes and re.fullmatch(classes[0], chr(c))
-        )
-        unit = (rule.keywords[0] if rule.keywords else "") + members[:40] + "="
-        bodies[rule.kind] = (unit * (CRAFTED_BYTES // len(unit) + 1))[:CRAFTED_BYTES]
+    for index, rule in enumerate(catalogue()):
+        letters = alphabet(rule.pattern)
+        keywords = [
+            form for keyword in rule.keywords or ("",) for form in (keyword, keyword.upper())
+        ]
+        run = (letters * (rule.max_length // len(letters) + 1))[: rule.max_length]
+        units = {
+            "dense": "".join(f"{keyword}{letters[:40]}=" for keyword in keywords),
+            "reach": "".join(f"{keyword}{run}\n" for keyword in keywords),
+        }
+        for shape, unit in units.items():
+            body = (unit * (CRAFTED_BYTES // len(unit) + 1))[:CRAFTED_BYTES]
+            bodies[f"{rule.kind} #{index} {shape}"] = body
     return bodies
 
 
@@ -139,10 +163,10 @@ def detect(env: Environment, raw: dict[str, Any]) -> list[Figure]:
     last = hook_seconds(RedactSecrets({"kinds": ALL_KINDS}), copy.deepcopy(turns[-1]))
 
     crafted = {}
-    for kind, body in crafted_bodies().items():
+    for name, body in crafted_bodies().items():
         started = time.process_time()
         policy.rewrite_counted(body)
-        crafted[kind] = time.process_time() - started
+        crafted[name] = time.process_time() - started
     worst = max(crafted, key=crafted.__getitem__)
 
     latency = through_gateway(env, turns)
