@@ -21,7 +21,8 @@ holds no text, only where its spans are, so the memo never keeps a secret.
 
 Bounded in bytes (an estimate of what each entry holds), least recently used
 out first, over every partition; 0 turns it off. Thread-safe: request hooks
-run on the worker thread, and more may share it.
+run on the worker thread, and more may share it; writes take a lock, reads
+need none.
 """
 
 from __future__ import annotations
@@ -96,11 +97,13 @@ class Memo:
         return entry
 
     def _get(self, key: Key) -> Entry | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
+        # Without the lock: each call on the table is one step under the interpreter's
+        # lock, and an entry evicted between the two is simply not refreshed.
+        entry = self._entries.get(key)
+        if entry is not None:
+            with suppress(KeyError):
                 self._entries.move_to_end(key)
-            return entry
+        return entry
 
     def _put(self, key: Key, entry: Entry) -> None:
         cost = size(key, entry)
