@@ -24,14 +24,19 @@ acting tools as sinks, once per check:
 The cost is that of judging one sink call on a 1 MB conversation (AgentDojo's
 workspace conversations, repeated): read and normalise the conversation, then
 look up the call's candidates; with an empty memo (a new session), and again
-with the memo holding the conversation (the session's next turn).
+with the memo holding the conversation (the session's next turn); and the
+cost of letting through a send_email that carries a 200 KB base64 attachment:
+thousands of candidates, every one looked up (the case a `str.find` per
+candidate made cost seconds).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import json
+import random
 import statistics
 import time
 from pathlib import Path
@@ -65,6 +70,7 @@ SINKS = {
 MIN_LENGTH = 8
 COST_BYTES = 1024 * 1024
 COST_RUNS = 10
+ATTACHMENT_BYTES = 200 * 1024
 
 
 def load(suite: str) -> JSONObject:
@@ -203,7 +209,9 @@ def megabyte_request(data: JSONObject) -> tuple[JSONObject, JSONObject]:
     return {"system": data["system"], "messages": history}, call
 
 
-def judge_once(policy: FlowGuard, request: JSONObject, call: JSONObject) -> float:
+def judge_once(
+    policy: FlowGuard, request: JSONObject, call: JSONObject, blocked: bool = True
+) -> float:
     """Seconds for the policy's own hooks (no copies): the request kept, the answer judged."""
     ctx = PolicyContext(endpoint="messages", stream=False, call_id="bench")
     content: list[JSONObject] = [{"type": "tool_use", "id": "toolu_x", **call}]
@@ -216,9 +224,21 @@ def judge_once(policy: FlowGuard, request: JSONObject, call: JSONObject) -> floa
     started = time.perf_counter()
     asyncio.run(hooks())
     elapsed = time.perf_counter() - started
-    if content[0]["type"] != "text":
-        raise RuntimeError("the 1 MB conversation's attack was not blocked")
+    if (content[0]["type"] == "text") != blocked:
+        raise RuntimeError(f"the 1 MB conversation's call was not {'' if blocked else 'un'}blocked")
     return elapsed
+
+
+def with_attachment() -> JSONObject:
+    """A send_email to an address no result holds, carrying a 200 KB base64 attachment
+    (MIME lines of 76): a sink input of thousands of secret-like tokens, each a candidate,
+    every one looked up as the call is let through."""
+    payload = base64.encodebytes(random.Random(15).randbytes(ATTACHMENT_BYTES * 3 // 4))
+    recipients = ["me@corp.example"]
+    return {
+        "name": "send_email",
+        "input": {"recipients": recipients, "attachment": payload.decode()},
+    }
 
 
 def cost(data: JSONObject, raw: dict[str, Any]) -> list[Figure]:
@@ -231,7 +251,16 @@ def cost(data: JSONObject, raw: dict[str, Any]) -> list[Figure]:
     policy = FlowGuard(options("workspace", "provenance"))
     judge_once(policy, request, call)
     warm = [judge_once(policy, request, call) for _ in range(COST_RUNS)]
-    raw["flow_guard_cost"] = {"bytes": size, "cold_s": cold, "memo_s": warm}
+    attached = with_attachment()
+    many = len(candidates(attached["input"], MIN_LENGTH))
+    heavy = [judge_once(policy, request, attached, blocked=False) for _ in range(COST_RUNS)]
+    raw["flow_guard_cost"] = {
+        "bytes": size,
+        "cold_s": cold,
+        "memo_s": warm,
+        "attachment_candidates": many,
+        "attachment_memo_s": heavy,
+    }
     detail = f"{size / 1e6:.2f} MB, n={COST_RUNS}, in-process, the policy's hooks alone"
     return [
         Figure(
@@ -249,6 +278,14 @@ def cost(data: JSONObject, raw: dict[str, Any]) -> list[Figure]:
             "report",
             None,
             detail,
+        ),
+        Figure(
+            "(15) flow_guard, a send_email with a 200 KB attachment, let through (memo warm, p50)",
+            ms(statistics.median(heavy)),
+            "ms",
+            "report",
+            None,
+            f"{detail}; {many} candidates, looked up with one literal database",
         ),
     ]
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from policy_gateway import settings
+from policy_gateway.observability import tracing_settings
 
 from .workload import REPLACE_CHAIN
 
@@ -40,7 +41,10 @@ UNLIMITED_BUDGET = str(10**9)
 CHAIN_PARAMETER = "/bench/policy-config"
 # What the gateway reads: none of it may leak in from the shell that runs the bench.
 GATEWAY_NAMES = frozenset(
-    value for name, value in vars(settings).items() if name.startswith("ENV_")
+    value
+    for module in (settings, tracing_settings)
+    for name, value in vars(module).items()
+    if name.startswith("ENV_")
 )
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from policy_gateway import settings
+from policy_gateway.observability import tracing_settings
 
 from release import sam_build
 
@@ -183,7 +184,7 @@ def artifact(env: Environment, raw: dict[str, Any]) -> list[Figure]:
             "AWS_EC2_METADATA_DISABLED": "true",
             # Tracing on, as in Lambda; spans go to a port nobody reads.
             settings.ENV_LAMBDA_TASK_ROOT: str(function),
-            settings.ENV_XRAY_DAEMON_ADDRESS: f"{HOST}:{free_port()}",
+            tracing_settings.ENV_XRAY_DAEMON_ADDRESS: f"{HOST}:{free_port()}",
         }
         floor_env = {**os.environ, **common, "PYTHONPATH": str(function)}
         floor, ready, answered = cold_starts(

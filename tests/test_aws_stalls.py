@@ -15,7 +15,8 @@ from typing import Any
 import anthropic
 import pytest
 from policy_gateway import settings
-from policy_gateway.parameters import READ_DEADLINE_SECONDS, REFRESH_WAIT_SECONDS, TOTAL_ATTEMPTS
+from policy_gateway.aws_reads import TOTAL_ATTEMPTS
+from policy_gateway.parameters import READ_DEADLINE_SECONDS, REFRESH_WAIT_SECONDS
 
 from .conftest import KEYS_SECRET, UPSTREAM_KEY, UPSTREAM_SECRET, PutSecret
 from .support.aws import AWSProxy, gateway_env

@@ -32,6 +32,7 @@ from gateway_policies.testing import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from policy_gateway import settings as gateway_settings
+from policy_gateway.observability import tracing_settings
 
 from .support.clock import eventually
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, message
@@ -220,7 +221,7 @@ def test_a_megabyte_key_anywhere_leaves_every_record_bounded_json_and_without_it
         gateway_settings.ENV_POLICY_CONFIG: json.dumps(CHAIN),
         gateway_settings.ENV_FLAG_TTL: "0",
         gateway_settings.ENV_FALLBACK_BUDGET: "1000",
-        gateway_settings.ENV_OTLP_ENDPOINT: otlp_url,
+        tracing_settings.ENV_OTLP_ENDPOINT: otlp_url,
         "OTEL_BSP_SCHEDULE_DELAY": "50",
     }
     calls = 0

@@ -138,7 +138,7 @@ def test_one_scratch_space_per_thread() -> None:
 
 
 def test_a_text_with_too_many_ends_is_one_whole_value_match() -> None:
-    text = "a@b.c.d.e.f.g.h.i " * (EVENTS_FLOOR // 4)
+    text = "a@b.io " * (2 * EVENTS_FLOOR)
     assert Detector(ENGINE).find(text) == [("email", (0, len(text)))]
 
 
@@ -150,3 +150,20 @@ def test_a_text_with_too_much_to_confirm_is_one_whole_value_match() -> None:
 def test_a_sparse_text_is_confirmed_match_by_match() -> None:
     text = ("x" * 200 + " AKIAIOSFODNN7EXAMPLE ") * 100
     assert len(ENGINE.find(text)) == 100
+
+
+@pytest.mark.unit
+def test_a_url_password_is_not_read_as_an_address() -> None:
+    text = "DATABASE_URL=postgres://app:s3cr3t%21Pass@db.internal:5432/x mailto:jo@corp.example"
+    found = [(text[start:end], kind) for _, start, end, kind in scan([text])]
+    assert sorted(found) == [("jo@corp.example", "email"), ("s3cr3t%21Pass", "url_password")]
+
+
+@pytest.mark.parametrize("glue", [",", " ", "\\n", "\n"])
+def test_keys_one_delimiter_apart_are_each_found(glue: str) -> None:
+    """A rule consumes the delimiters around its token (it cannot look behind); the next search
+    starts where the secret ended, so the delimiter between two keys serves both."""
+    first, second = "AKIAABCDEFGHIJKLMNOP", "ASIAQRSTUVWXYZ234567"
+    text = f"a{glue}{first}{glue}{second}"
+    spans = [(hit.start, hit.end) for hit in scan([text], ["aws_access_key_id"])]
+    assert [text[start:end] for start, end in spans] == [first, second]

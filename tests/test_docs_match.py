@@ -8,7 +8,6 @@ and EMF document must be a subset of a line the gateway printed of the same kind
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import httpx2
 import pytest
 from policy_gateway import settings
+from policy_gateway.policy_source import chain_version
 
 from .support.client import HEADERS, policy_chain, request_body
 from .support.clock import ManualClock
@@ -33,11 +33,8 @@ WALKTHROUGH = policy_chain(("redact_secrets", {}), ("block_tool_calls", {"rules"
 FAILING = policy_chain(("tests.support.faulty_policies:ExplodeOnRequest", {}))
 
 
-def inline_version(chain: str) -> str:
-    return f"inline:{hashlib.sha256(chain.encode()).hexdigest()[:8]}"
-
-
-WALKTHROUGH_VERSION, FAILING_VERSION = inline_version(WALKTHROUGH), inline_version(FAILING)
+WALKTHROUGH_VERSION = chain_version(WALKTHROUGH, None)
+FAILING_VERSION = chain_version(FAILING, None)
 
 # What each documented query must find: a phrase of the query, a row it must return, and
 # how many rows it returns when that is part of being right (None: any number).

@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from policy_gateway.aws_reads import VersionedParameter
 from policy_gateway.fallback.flag import FallbackFlag, parse_flag
 from policy_gateway.parameter_batch import ParameterBatch
-from policy_gateway.parameters import VersionedParameter
 
 from .support.clock import ManualClock
 

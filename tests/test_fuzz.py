@@ -22,7 +22,7 @@ from policy_gateway.fallback.flag import FallbackFlag
 from policy_gateway.fallback.send import Fallback
 from policy_gateway.parameter_batch import ParameterBatch
 from policy_gateway.policy_source import PolicySource
-from policy_gateway.routes.endpoint import Gateway
+from policy_gateway.routes.gateway import Gateway
 from policy_gateway.routes.messages import MessagesEndpoint
 from policy_gateway.settings import Settings
 from policy_gateway.upstream.client import UpstreamClient

@@ -21,11 +21,11 @@ import httpx2
 import pytest
 from policy_gateway import settings
 from policy_gateway.auth.gateway_keys import key_digest
+from policy_gateway.aws_reads import READ_TIMEOUT_SECONDS
 from policy_gateway.cli import standins
 from policy_gateway.cli.bedrock_simulator import create_bedrock_simulator
 from policy_gateway.cli.simulated_reply import TOOL_TRIGGER
 from policy_gateway.cli.simulator import create_simulator
-from policy_gateway.parameters import READ_TIMEOUT_SECONDS
 
 from .support.aws import AWSProxy
 from .support.cli import cli

@@ -15,6 +15,7 @@ from typing import Any
 import anthropic
 import pytest
 from policy_gateway import names, settings
+from policy_gateway.observability import tracing_settings
 
 from .support.clock import eventually
 from .support.fake_bedrock import FakeBedrock
@@ -147,8 +148,8 @@ def test_bedrock_request_id_is_on_the_attempt_span_and_the_call_log_line(
         **bedrock_env,
         settings.ENV_POLICY_CONFIG: "",
         settings.ENV_LAMBDA_TASK_ROOT: str(tmp_path),
-        settings.ENV_XRAY_DAEMON_ADDRESS: xray.address,
-        settings.ENV_OTLP_ENDPOINT: "",
+        tracing_settings.ENV_XRAY_DAEMON_ADDRESS: xray.address,
+        tracing_settings.ENV_OTLP_ENDPOINT: "",
     }
     stdout = tmp_path / "gateway.out"
     with gateway_process(env, stdout_path=stdout) as (url, _):

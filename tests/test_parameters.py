@@ -15,19 +15,21 @@ from dataclasses import dataclass, field
 
 import anyio
 import pytest
-from policy_gateway.parameters import (
+from policy_gateway.aws_reads import (
     CONNECT_TIMEOUT_SECONDS,
-    READ_DEADLINE_SECONDS,
     READ_TIMEOUT_SECONDS,
+    TOTAL_ATTEMPTS,
+    aws_config,
+)
+from policy_gateway.parameters import (
+    READ_DEADLINE_SECONDS,
     REFRESH_AHEAD_EARLIEST,
     REFRESH_AHEAD_LATEST,
     REFRESH_WAIT_SECONDS,
     RETRY_FIRST_SECONDS,
     RETRY_JITTER_LOWEST,
     RETRY_MAX_SECONDS,
-    TOTAL_ATTEMPTS,
     TTLCache,
-    aws_config,
     expire_all,
     retry_after,
 )

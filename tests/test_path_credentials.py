@@ -25,6 +25,7 @@ from policy_gateway.auth.gateway_keys import (
     parse_gateway_keys,
 )
 from policy_gateway.auth.path_secrets import redact_path
+from policy_gateway.observability import tracing_settings
 
 from .conftest import KEYS_SECRET
 from .support.fake_upstream import FakeUpstream, Reply
@@ -82,7 +83,7 @@ def test_the_call_span_never_carries_a_key_from_the_path(
         settings.ENV_UPSTREAM_BASE_URL: upstream_url,
         settings.ENV_UPSTREAM_MAX_RETRIES: "0",
         settings.ENV_LAMBDA_TASK_ROOT: "",
-        settings.ENV_OTLP_ENDPOINT: endpoint,
+        tracing_settings.ENV_OTLP_ENDPOINT: endpoint,
         "OTEL_BSP_SCHEDULE_DELAY": "100",
         "PYTHONPATH": str(ROOT),
     }

@@ -20,10 +20,9 @@ from gateway_policies.base import PolicyContext
 from gateway_policies.builtin.redact_secrets import RedactSecrets
 from gateway_policies.detect.memo import MEMO, configure
 from gateway_policies.testing import run_request
-from policy_gateway.cli.simulated_reply import request_problem
 
 from .support.client import policy_chain
-from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.fake_upstream import MODEL, FakeUpstream, api_rules
 from .support.gateway import GatewayFactory
 from .support.sdk import ask, both, sdk
 
@@ -146,11 +145,6 @@ def check_redacted(sent: dict[str, Any]) -> None:
 
 def _generation(sent: dict[str, Any]) -> dict[str, Any]:
     return {key: sent[key] for key in ("model", "max_tokens", "stream") if key in sent}
-
-
-def api_rules(body: dict[str, Any]) -> Reply | None:
-    problem = request_problem(body, "max_tokens" not in body)
-    return None if problem is None else Reply.error(400, "invalid_request_error", problem)
 
 
 @pytest.mark.unit

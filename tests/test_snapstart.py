@@ -21,12 +21,13 @@ import anthropic
 import httpx2
 import pytest
 from policy_gateway import names, settings
-from policy_gateway.observability import metrics, tracing
+from policy_gateway.observability import metrics, tracing, tracing_settings
 
 from .conftest import KEYS_SECRET, UPSTREAM_SECRET, PutSecret
 from .support.aws import AWSProxy, ContainerCredentials, gateway_env, wait_until
 from .support.client import HEADERS, policy_chain, request_body
 from .support.fake_upstream import MODEL, FakeUpstream, Reply
+from .support.gateway import GatewayStdout
 from .support.sdk import REPLACE, USER, reject_the_rewrite
 from .support.servers import gateway_process, serving
 from .support.traces import OTLPReceiver, XRayEndpoint
@@ -174,7 +175,7 @@ def test_environments_restored_from_one_snapshot_draw_different_ids(
         settings.ENV_UPSTREAM_BASE_URL: upstream_url,
         settings.ENV_UPSTREAM_MAX_RETRIES: "0",
         settings.ENV_LAMBDA_TASK_ROOT: str(tmp_path),
-        settings.ENV_XRAY_DAEMON_ADDRESS: xray.address,
+        tracing_settings.ENV_XRAY_DAEMON_ADDRESS: xray.address,
     }
     trace = "Root=1-67890abc-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1"
     command = [sys.executable, "-c", SEEDED_SERVE]
@@ -214,7 +215,7 @@ def test_spans_still_batched_are_exported_before_the_snapshot(
         env = {
             settings.ENV_UPSTREAM_BASE_URL: upstream_url,
             settings.ENV_UPSTREAM_MAX_RETRIES: "0",
-            settings.ENV_OTLP_ENDPOINT: collector.url,
+            tracing_settings.ENV_OTLP_ENDPOINT: collector.url,
             # Far longer than the test: only a flush can send the call's spans.
             "OTEL_BSP_SCHEDULE_DELAY": "600000",
             **HOOKS_ON,
@@ -337,14 +338,14 @@ def test_from_adapter_needs_loopback_and_no_forwarded_headers() -> None:
 
 
 def test_a_restore_drops_the_metrics_the_snapshot_buffered(
-    capsys: pytest.CaptureFixture[str],
+    gateway_stdout: GatewayStdout,
 ) -> None:
     """Counted before the snapshot, unflushed: after a restore they are not this process's."""
     metrics.count(names.METRIC_REQUESTS)
     metrics.count_by(names.METRIC_POLICY_ACTIONS, {names.DIMENSION_POLICY: "from_the_snapshot"})
     metrics.discard()
     metrics.flush()
-    assert capsys.readouterr().out == ""
+    assert gateway_stdout.text == ""
     metrics.count_by(names.METRIC_POLICY_ACTIONS, {names.DIMENSION_POLICY: "after_the_restore"})
     metrics.flush()
-    assert "after_the_restore" in capsys.readouterr().out
+    assert "after_the_restore" in gateway_stdout.text

@@ -19,7 +19,8 @@ from typing import Any
 import anthropic
 import pytest
 from policy_gateway import names, settings
-from policy_gateway.parameters import RETRY_MAX_SECONDS, TOTAL_ATTEMPTS
+from policy_gateway.aws_reads import TOTAL_ATTEMPTS
+from policy_gateway.parameters import RETRY_MAX_SECONDS
 
 from .support.aws import AWSProxy, wait_until
 from .support.client import policy_chain

@@ -24,6 +24,7 @@ from gateway_policies.runtime.loader import load_chain
 from policy_gateway import names, settings
 from policy_gateway.cli import deployment
 from policy_gateway.fallback import budget_table
+from policy_gateway.observability import tracing_settings
 
 from .support.cfn import ROOT, TEMPLATE, Stack, insight_rule_body, load_template
 from .support.clock import eventually
@@ -342,7 +343,8 @@ def test_environment_uses_the_names_settings_reads() -> None:
     # silently ignored at run time.
     known = {
         value
-        for name, value in vars(settings).items()
+        for module in (settings, tracing_settings)
+        for name, value in vars(module).items()
         if name.startswith("ENV_") and isinstance(value, str)
     }
     assert set(env) - PLATFORM_ENV <= known
@@ -699,14 +701,14 @@ def test_iam_is_scoped_to_the_two_parameters_the_two_secrets_and_the_budget_tabl
         for action in actions:
             by_service.setdefault(action, []).extend(resources)
     assert set(by_service) == {
-        "ssm:GetParameter",
+        "ssm:GetParameters",
         "secretsmanager:GetSecretValue",
         "dynamodb:UpdateItem",
     }
     # One write action on the budget table; reading it is the operator's (the CLI).
     assert by_service["dynamodb:UpdateItem"] == [{"Fn::GetAtt": ["FallbackBudgetTable", "Arn"]}]
     stack = Stack(TEMPLATE_JSON, names.SERVICE_NAME)
-    assert sorted(stack.resolve(by_service["ssm:GetParameter"])) == sorted(
+    assert sorted(stack.resolve(by_service["ssm:GetParameters"])) == sorted(
         f"arn:aws:ssm:us-east-1:123456789012:parameter{name}"
         for name in (settings.DEFAULT_FLAG_PARAMETER, settings.DEFAULT_POLICY_CONFIG_PARAMETER)
     )

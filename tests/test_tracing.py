@@ -24,7 +24,7 @@ from typing import Any
 import httpx2
 import pytest
 from policy_gateway import names, settings
-from policy_gateway.observability import tracing
+from policy_gateway.observability import tracing_settings
 from policy_gateway.observability.xray_udp import parse_daemon_address
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -61,8 +61,8 @@ def lambda_env(upstream_url: str, endpoint: XRayEndpoint, tmp_path: Path) -> dic
         settings.ENV_POLICY_CONFIG: REPLACE,
         settings.ENV_FLAG_TTL: "0",
         settings.ENV_LAMBDA_TASK_ROOT: str(tmp_path),
-        settings.ENV_XRAY_DAEMON_ADDRESS: endpoint.address,
-        settings.ENV_OTLP_ENDPOINT: "",
+        tracing_settings.ENV_XRAY_DAEMON_ADDRESS: endpoint.address,
+        tracing_settings.ENV_OTLP_ENDPOINT: "",
         "PYTHONPATH": str(ROOT),
     }
 
@@ -346,7 +346,10 @@ def test_otlp_endpoint_receives_a_call_span_with_the_attempts_under_it(
     caller_trace, caller_span = uuid.uuid4().hex, uuid.uuid4().hex[:16]
     env = otlp_env(
         upstream_url,
-        **{settings.ENV_OTLP_ENDPOINT: endpoint, settings.ENV_OTEL_SERVICE_NAME: "gw-under-test"},
+        **{
+            tracing_settings.ENV_OTLP_ENDPOINT: endpoint,
+            tracing_settings.ENV_OTEL_SERVICE_NAME: "gw-under-test",
+        },
     )
     stdout = tmp_path / "gateway.out"
     with gateway_process(env, stdout_path=stdout) as (url, _):
@@ -389,7 +392,7 @@ def test_call_spans_are_named_by_method_and_route_template_never_by_path(
     upstream: FakeUpstream, upstream_url: str, otlp: tuple[OTLPReceiver, str]
 ) -> None:
     receiver, endpoint = otlp
-    env = otlp_env(upstream_url, **{settings.ENV_OTLP_ENDPOINT: endpoint})
+    env = otlp_env(upstream_url, **{tracing_settings.ENV_OTLP_ENDPOINT: endpoint})
     calls = [
         ("GET", "/v1/models/claude-sonnet-4-5", "/v1/models/{model_id}"),
         ("DELETE", "/v1/messages/batches/msgbatch_0123", "/v1/messages/batches/{message_batch_id}"),
@@ -424,13 +427,19 @@ sys.meta_path.insert(0, NoOtlpHttpExporter())
 
 def without_the_otlp_exporter(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
     (tmp_path / "sitecustomize.py").write_text(_NO_OTLP_EXPORTER)
-    return {**os.environ, **env, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    # The rest of PYTHONPATH is kept: a checkout other than the installed one runs its own code.
+    paths = [
+        str(tmp_path),
+        str(ROOT),
+        *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)),
+    ]
+    return {**os.environ, **env, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def test_serve_without_the_otlp_exporter_refuses_to_start_with_one_line(
     tmp_path: Path, upstream_url: str
 ) -> None:
-    env = otlp_env(upstream_url, **{settings.ENV_OTLP_ENDPOINT: "http://127.0.0.1:9"})
+    env = otlp_env(upstream_url, **{tracing_settings.ENV_OTLP_ENDPOINT: "http://127.0.0.1:9"})
     command = [sys.executable, "-m", "policy_gateway", "serve", "--port", str(free_port())]
     result = subprocess.run(
         command,
@@ -442,20 +451,23 @@ def test_serve_without_the_otlp_exporter_refuses_to_start_with_one_line(
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("policy-gateway serve: ")
-    assert settings.ENV_OTLP_ENDPOINT in line
-    assert f"pip install 'policy-gateway[{tracing.OTLP_EXTRA}]'" in line
+    assert tracing_settings.ENV_OTLP_ENDPOINT in line
+    assert f"pip install 'policy-gateway[{tracing_settings.OTLP_EXTRA}]'" in line
 
 
 @pytest.mark.parametrize(
     ("where", "outcome"),
     [
-        ({settings.ENV_OTLP_ENDPOINT: "http://127.0.0.1:9"}, "ExporterMissing"),
+        ({tracing_settings.ENV_OTLP_ENDPOINT: "http://127.0.0.1:9"}, "ExporterMissing"),
         # Lambda sends over UDP: the exporter is not needed, and not asked for.
         (
-            {settings.ENV_OTLP_ENDPOINT: "http://127.0.0.1:9", settings.ENV_LAMBDA_TASK_ROOT: "/"},
+            {
+                tracing_settings.ENV_OTLP_ENDPOINT: "http://127.0.0.1:9",
+                settings.ENV_LAMBDA_TASK_ROOT: "/",
+            },
             "created",
         ),
-        ({settings.ENV_OTLP_ENDPOINT: ""}, "created"),
+        ({tracing_settings.ENV_OTLP_ENDPOINT: ""}, "created"),
     ],
     ids=["otlp", "in-lambda", "tracing-off"],
 )
@@ -464,10 +476,10 @@ def test_the_app_is_not_created_when_its_spans_could_not_be_sent(
 ) -> None:
     code = (
         "from policy_gateway import app\n"
-        "from policy_gateway.observability import tracing\n"
+        "from policy_gateway.observability import tracing_settings\n"
         "try:\n"
         "    app.create_app()\n"
-        "except tracing.ExporterMissing:\n"
+        "except tracing_settings.ExporterMissing:\n"
         "    print('ExporterMissing')\n"
         "else:\n"
         "    print('created')\n"
@@ -488,9 +500,11 @@ def test_the_otlp_extra_installs_the_exporter_the_check_imports() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    (requirement,) = extras[tracing.OTLP_EXTRA]
+    (requirement,) = extras[tracing_settings.OTLP_EXTRA]
     assert requirement.startswith("opentelemetry-exporter-otlp-proto-http")
-    assert tracing.OTLP_EXPORTER_MODULE.startswith("opentelemetry.exporter.otlp.proto.http.")
+    assert tracing_settings.OTLP_EXPORTER_MODULE.startswith(
+        "opentelemetry.exporter.otlp.proto.http."
+    )
 
 
 def test_without_an_otlp_endpoint_nothing_is_sent(
@@ -505,9 +519,9 @@ def test_without_an_otlp_endpoint_nothing_is_sent(
     env = otlp_env(
         upstream_url,
         **{
-            settings.ENV_OTLP_ENDPOINT: "",
-            settings.ENV_OTLP_TRACES_ENDPOINT: "",
-            settings.ENV_OTEL_SERVICE_NAME: "gw-under-test",
+            tracing_settings.ENV_OTLP_ENDPOINT: "",
+            tracing_settings.ENV_OTLP_TRACES_ENDPOINT: "",
+            tracing_settings.ENV_OTEL_SERVICE_NAME: "gw-under-test",
             "OTEL_EXPORTER_OTLP_HEADERS": f"x-receiver={endpoint}",
         },
     )
@@ -544,7 +558,7 @@ def test_without_an_otlp_endpoint_nothing_is_sent(
     ],
 )
 def test_tracing_is_on_in_lambda_or_with_an_otlp_endpoint(env: dict[str, str], on: bool) -> None:
-    assert settings.TracingSettings.from_env(env).enabled is on
+    assert tracing_settings.TracingSettings.from_env(env).enabled is on
 
 
 @pytest.mark.parametrize(
@@ -571,7 +585,10 @@ def test_bad_daemon_address_is_refused(value: str) -> None:
 def test_bad_daemon_address_turns_tracing_off_not_the_gateway(
     tmp_path: Path, upstream: FakeUpstream, upstream_url: str, xray: XRayEndpoint
 ) -> None:
-    env = {**lambda_env(upstream_url, xray, tmp_path), settings.ENV_XRAY_DAEMON_ADDRESS: "nope"}
+    env = {
+        **lambda_env(upstream_url, xray, tmp_path),
+        tracing_settings.ENV_XRAY_DAEMON_ADDRESS: "nope",
+    }
     header, _, _ = xray_header()
     stdout = tmp_path / "gateway.out"
     with gateway_process(env, stdout_path=stdout) as (url, _):
@@ -614,7 +631,7 @@ def test_with_otlp_the_call_span_carries_the_call_id_and_the_line_its_trace(
 ) -> None:
     receiver, endpoint = otlp
     stdout = tmp_path / "gateway.out"
-    env = otlp_env(upstream_url, **{settings.ENV_OTLP_ENDPOINT: endpoint})
+    env = otlp_env(upstream_url, **{tracing_settings.ENV_OTLP_ENDPOINT: endpoint})
     with gateway_process(env, stdout_path=stdout) as (url, _):
         assert ask_text(sdk(url)).startswith("echo:")
         spans = receiver.spans(expect=2)

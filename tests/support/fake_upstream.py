@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from policy_gateway.cli.simulated_reply import request_problem
 from starlette.types import Receive, Scope, Send
 
 from .fake_resources import FakeResources
@@ -128,6 +129,12 @@ def text_events(parts: list[str], model: str = MODEL) -> SSE:
         ("message_stop", {"type": "message_stop"}),
     ]
     return events
+
+
+def api_rules(body: dict[str, Any]) -> Reply | None:
+    """The API's checks of a request (the simulator's): a 400 for what it would refuse."""
+    problem = request_problem(body, "max_tokens" not in body)
+    return None if problem is None else Reply.error(400, "invalid_request_error", problem)
 
 
 def last_user_text(body: dict[str, Any]) -> str:

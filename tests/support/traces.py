@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from starlette.types import Receive, Scope, Send
 
-# The span attribute listing the keys X-Ray indexes as annotations (tracing.XRAY_ANNOTATIONS,
+# The span attribute listing the keys X-Ray indexes as annotations (spans.XRAY_ANNOTATIONS,
 # written out here so the test holds the gateway to X-Ray's name, not to its own constant).
 XRAY_ANNOTATIONS = "aws.xray.annotations"
 SPAN_KIND_INTERNAL = 1

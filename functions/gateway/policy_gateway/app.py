@@ -28,11 +28,12 @@ from . import settings, surface
 from .auth.web_pages import RefuseWebPages
 from .errors import error_body
 from .lifecycle import LifecycleHook
-from .observability import tracing
+from .observability import tracing, tracing_settings
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from .routes.endpoint import Gateway, GatewayEndpoint
+    from .routes.endpoint import GatewayEndpoint
+    from .routes.gateway import Gateway
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -77,7 +78,7 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     from .fallback.send import Fallback
     from .parameter_batch import ParameterBatch
     from .policy_source import PolicySource
-    from .routes.endpoint import Gateway
+    from .routes.gateway import Gateway
     from .upstream.client import UpstreamClient
 
     tracing.setup()
@@ -210,9 +211,9 @@ class GatewayRoute:
 def create_app(config: Settings | None = None, clock: Callable[[], float] = time.time) -> Starlette:
     """The app; `clock` (wall-clock seconds) decides the budget's window and keys' expiry.
 
-    Raises tracing.ExporterMissing rather than serve a gateway whose build must fail.
+    Raises tracing_settings.ExporterMissing rather than serve a gateway whose build must fail.
     """
-    tracing.check_exporter()
+    tracing_settings.check_exporter()
     config = config or Settings.from_env()
     gateway = _DeferredGateway(config, clock)
 

@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, cast
 
-from .parameters import TTLCache, VersionedParameter, read_ssm_parameters
+from .aws_reads import VersionedParameter, read_ssm_parameters
+from .parameters import TTLCache
 
 T = TypeVar("T")
 

@@ -1,8 +1,7 @@
 """Values from SSM Parameter Store and Secrets Manager, cached with a TTL.
 
-Reads go through Powertools Parameters, whose calls are blocking boto3: they
-run in a worker thread, never on the event loop. boto3 itself is imported
-only on the first read, keeping it off the cold path.
+The reads themselves are aws_reads.py's: blocking boto3, so they run in a
+worker thread, never on the event loop.
 
 Our cache, not Powertools' (300 s by default), decides when a value is
 stale. Every cached AWS value (flag, chain, secrets) follows one refresh rule:
@@ -35,15 +34,12 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cache
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 import anyio
 import anyio.to_thread
 
-from . import settings
 from .observability.logs import logger
 
 T = TypeVar("T")
@@ -56,13 +52,6 @@ class ValueFormatError(ValueError):
     """
 
 
-# One AWS read: two attempts in all (botocore's `total_max_attempts`; the
-# `max_attempts` key would count retries only, three attempts in all), each
-# given 1 s to connect and 2 s to read. Against an endpoint that accepts and
-# never answers that is 2 s + a back-off of at most 1 s + 2 s.
-CONNECT_TIMEOUT_SECONDS = 1.0
-READ_TIMEOUT_SECONDS = 2.0
-TOTAL_ATTEMPTS = 2
 # Whatever botocore's timeouts do not cover (DNS, fetching credentials, the
 # retry's back-off) cannot make a read last longer than this: past it the read
 # counts as failed and its worker thread is abandoned to botocore's timeouts.
@@ -87,59 +76,9 @@ REFRESH_AHEAD_LATEST = 0.85
 # at most this late (a look costs a comparison).
 KEEP_FRESH_POLL_SECONDS = 0.5
 
-# The staging label of a secret's version in force.
-SECRET_CURRENT_STAGE = "AWSCURRENT"
-
 # Bumped by `expire_all` (a SnapStart restore): a value read under an older
 # generation is stale whatever its TTL says, and is not served while its re-read runs.
 _generation = 0
-
-
-def aws_config() -> Any:
-    from botocore.config import Config
-
-    # boto's defaults (60 s reads, three attempts) would let an AWS endpoint that
-    # stalls, rather than refuses, hold a read for minutes.
-    return Config(
-        connect_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=READ_TIMEOUT_SECONDS,
-        retries={"total_max_attempts": TOTAL_ATTEMPTS, "mode": "standard"},
-    )
-
-
-@cache
-def _service_models() -> Any:
-    """botocore's loader of service models and endpoints: static data, parsed once per process."""
-    from botocore.session import get_session
-
-    return get_session().get_component("data_loader")
-
-
-def aws_client(service: str) -> Any:
-    """A new client in a new botocore session, so it resolves its credentials anew.
-
-    Only the parsed service models are shared (50-100 ms to parse again, which
-    a SnapStart restore would otherwise pay for each client).
-    """
-    from botocore.session import Session
-
-    session = Session()
-    session.register_component("data_loader", _service_models())
-    return session.create_client(service, region_name=settings.aws_region(), config=aws_config())
-
-
-@cache
-def _ssm() -> Any:
-    from aws_lambda_powertools.utilities.parameters import SSMProvider
-
-    return SSMProvider(boto3_client=aws_client("ssm"))
-
-
-@cache
-def _secrets() -> Any:
-    from aws_lambda_powertools.utilities.parameters import SecretsProvider
-
-    return SecretsProvider(boto3_client=aws_client("secretsmanager"))
 
 
 def expire_all() -> None:
@@ -149,18 +88,6 @@ def expire_all() -> None:
     """
     global _generation
     _generation += 1
-
-
-def drop_clients() -> None:
-    """Close the SSM and Secrets Manager clients' connections and forget the clients.
-
-    The next read builds new ones, each in a new boto3 session that resolves
-    its credentials anew from the runtime's provider.
-    """
-    for provider in (_ssm, _secrets):
-        if provider.cache_info().currsize:
-            provider().client.close()
-        provider.cache_clear()
 
 
 def keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
@@ -177,37 +104,6 @@ def keep_last_good(secret: str, exc: Exception, last: T | None) -> T | None:
         },
     )
     return last
-
-
-@dataclass(frozen=True)
-class VersionedParameter:
-    value: str
-    version: int
-    modified: float
-    """When this version was written (epoch seconds): how old the value in force is."""
-
-
-def read_ssm_parameters(names: Sequence[str]) -> dict[str, VersionedParameter]:
-    """The named parameters SSM has, in one GetParameters call; a name it lacks is absent.
-
-    Through the Powertools provider's client: its `get_parameters_by_name` would
-    drop the versions, which name the chain in force.
-    """
-    found = _ssm().client.get_parameters(Names=list(names), WithDecryption=True)
-    return {
-        str(parameter["Name"]): VersionedParameter(
-            str(parameter["Value"]),
-            int(parameter["Version"]),
-            parameter["LastModifiedDate"].timestamp(),
-        )
-        for parameter in found["Parameters"]
-    }
-
-
-def read_secret(name: str) -> str:
-    # The stage AWS reads by default, named: `policy-gateway keys` moves it to each
-    # new version with UpdateSecretVersionStage, which moto's default read ignores.
-    return str(_secrets().get(name, force_fetch=True, VersionStage=SECRET_CURRENT_STAGE))
 
 
 class TTLCache(Generic[T]):

@@ -41,11 +41,11 @@ from gateway_policies import PolicyConfigError, PolicyDocument, load_document
 from gateway_policies.detect import catalogue_version
 
 from . import names
+from .aws_reads import VersionedParameter
 from .errors import GatewayError
 from .observability import metrics
 from .observability.logs import logger
 from .parameter_batch import ParameterBatch, ParameterUse
-from .parameters import VersionedParameter
 
 NO_CHAIN_MESSAGE = (
     "The gateway has no valid policy configuration, so it refuses requests until an "

@@ -1,10 +1,11 @@
 """The gateway's configuration: every environment variable it reads, read here and only here.
 
-template.yaml's function environment and the operators' runbooks use these
-names, and tests assert that the template agrees with them. The environment
-only: the variables, their defaults and the values they may take. The metric
-identity and the span keys are in names.py; a constant that is not
-configuration lives with the module that uses it.
+The one exception is where spans go, observability/tracing_settings.py, read
+only once tracing is set up. template.yaml's function environment and the
+operators' runbooks use these names, and tests assert that the template agrees
+with them. The environment only: the variables, their defaults and the values
+they may take. The metric identity and the span keys are in names.py; a
+constant that is not configuration lives with the module that uses it.
 """
 
 from __future__ import annotations
@@ -47,15 +48,6 @@ ENV_ALLOW_FILES_API = "ALLOW_FILES_API"
 ENV_GATEWAY_PUBLIC_URL = "GATEWAY_PUBLIC_URL"
 # Set by Lambda itself; the adapter's context headers are trusted only then.
 ENV_LAMBDA_TASK_ROOT = "LAMBDA_TASK_ROOT"
-# Tracing (tracing.py, tracer_provider.py). The OTEL_* names are OpenTelemetry's standard ones; the
-# SDK itself also reads OTEL_TRACES_SAMPLER(_ARG), OTEL_RESOURCE_ATTRIBUTES,
-# OTEL_EXPORTER_OTLP_HEADERS and the other OTLP exporter settings.
-ENV_XRAY_DAEMON_ADDRESS = "AWS_XRAY_DAEMON_ADDRESS"
-ENV_OTEL_SERVICE_NAME = "OTEL_SERVICE_NAME"
-ENV_OTEL_SDK_DISABLED = "OTEL_SDK_DISABLED"
-ENV_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
-ENV_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-ENV_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"
 ENV_SERVER_LOG_LEVEL = "UVICORN_LOG_LEVEL"
 ENV_FALLBACK_BUDGET = "FALLBACK_BUDGET"
 ENV_FALLBACK_BUDGET_WINDOW = "FALLBACK_BUDGET_WINDOW_SECONDS"
@@ -79,9 +71,6 @@ DEFAULT_FLAG_TTL = 30.0
 DEFAULT_POLICY_CONFIG_PARAMETER = "/policy-gateway/policy-config"
 DEFAULT_POLICY_CONFIG_TTL = 30.0
 DEFAULT_DEADLINE_MARGIN = 3.0
-# Where Lambda's X-Ray endpoint listens when AWS_XRAY_DAEMON_ADDRESS is unset
-# (the X-Ray daemon's own default).
-DEFAULT_XRAY_DAEMON_ADDRESS = "127.0.0.1:2000"
 # At most this many fallbacks per caller per window; 0 means no fallback at all.
 DEFAULT_FALLBACK_BUDGET = 10
 DEFAULT_FALLBACK_BUDGET_WINDOW = 3600
@@ -262,36 +251,6 @@ def service_name(env: Mapping[str, str] | None = None) -> str:
     """
     env = os.environ if env is None else env
     return env.get(ENV_SERVICE_NAME) or SERVICE_NAME
-
-
-@dataclass(frozen=True)
-class TracingSettings:
-    """Where spans go (tracer_provider.py), read once when tracing is first set up.
-
-    On in Lambda (spans to its X-Ray endpoint over UDP), or elsewhere once an
-    OTLP endpoint is named (the OTLP/HTTP exporter reads the rest of its
-    OTEL_* settings itself); off whenever OTEL_SDK_DISABLED or
-    POWERTOOLS_TRACE_DISABLED says so.
-    """
-
-    enabled: bool
-    in_lambda: bool
-    xray_daemon_address: str
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> TracingSettings:
-        env = os.environ if env is None else env
-        disabled = any(
-            env.get(switch, "").strip().lower() in ("1", "true", "yes")
-            for switch in (ENV_OTEL_SDK_DISABLED, ENV_TRACE_DISABLED)
-        )
-        in_lambda = bool(env.get(ENV_LAMBDA_TASK_ROOT))
-        named = any(env.get(name) for name in (ENV_OTLP_ENDPOINT, ENV_OTLP_TRACES_ENDPOINT))
-        return cls(
-            enabled=not disabled and (in_lambda or named),
-            in_lambda=in_lambda,
-            xray_daemon_address=env.get(ENV_XRAY_DAEMON_ADDRESS) or DEFAULT_XRAY_DAEMON_ADDRESS,
-        )
 
 
 def aws_region(env: Mapping[str, str] | None = None) -> str | None:

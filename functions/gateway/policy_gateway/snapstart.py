@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from . import parameters
+from . import aws_reads, parameters
 from .fallback import budget
 from .fallback.budget_table import DynamoDBStore
 from .fallback.send import Fallback
@@ -41,7 +41,7 @@ from .observability.logs import logger
 from .upstream.client import UpstreamClient
 
 if TYPE_CHECKING:
-    from .routes.endpoint import Gateway
+    from .routes.gateway import Gateway
 
 
 async def before_checkpoint(gateway: Gateway) -> Gateway:
@@ -50,7 +50,7 @@ async def before_checkpoint(gateway: Gateway) -> Gateway:
     store = gateway.fallback.budget.store
     if isinstance(store, DynamoDBStore):
         store.close()
-    parameters.drop_clients()
+    aws_reads.drop_clients()
     metrics.flush()
     tracing.flush()
     logger.info("snapshot hook done: connections closed, telemetry flushed")
@@ -61,7 +61,7 @@ async def after_restore(gateway: Gateway, clock: Callable[[], float]) -> Gateway
     """The gateway to serve after a restore; `clock` decides the new budget's window."""
     # From os.urandom: each restored environment gets its own sequence.
     random.seed()
-    parameters.drop_clients()
+    aws_reads.drop_clients()
     _forget_default_boto3_session()
     parameters.expire_all()
     metrics.discard()

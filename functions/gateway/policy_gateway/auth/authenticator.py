@@ -27,10 +27,11 @@ from functools import partial
 from typing import Protocol
 
 from .. import names, settings
+from ..aws_reads import read_secret
 from ..errors import GatewayError
 from ..observability import metrics
 from ..observability.logs import logger
-from ..parameters import TTLCache, keep_last_good, read_secret
+from ..parameters import TTLCache, keep_last_good
 from .gateway_keys import MIN_SECRET_LENGTH, GatewayKey, match_key, parse_gateway_keys
 from .path_secrets import carries_secret, redact_path
 from .upstream_key import UpstreamKey

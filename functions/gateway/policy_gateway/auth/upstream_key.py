@@ -8,7 +8,8 @@ from collections.abc import Callable
 from functools import partial
 
 from .. import settings
-from ..parameters import TTLCache, keep_last_good, read_secret
+from ..aws_reads import read_secret
+from ..parameters import TTLCache, keep_last_good
 
 
 def parse_api_key(text: str) -> str:

@@ -28,6 +28,7 @@ exists (`init` alone creates), and a failure is one line with the next step.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from .. import settings
 from . import logs
@@ -54,7 +55,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..app import create_app
-    from ..observability import tracing
+    from ..observability import tracing_settings
     from .listen import claim
     from .policy_file import inline_chain_problem
     from .standins import (
@@ -65,8 +66,8 @@ def serve(args: argparse.Namespace) -> int:
     )
 
     try:
-        tracing.check_exporter()
-    except tracing.ExporterMissing as exc:
+        tracing_settings.check_exporter()
+    except tracing_settings.ExporterMissing as exc:
         say(f"policy-gateway serve: {exc}")
         return 1
     inline = settings.Settings.from_env()
@@ -159,6 +160,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_serve(commands.add_parser("serve", help="serve the gateway over HTTP"))
+    _add_flag(commands)
+    _add_policy(commands)
+    _add_init(commands)
+    _add_doctor(commands)
+    _add_budget(commands)
+    logs.register(commands)
+    add_key_commands(commands, _targeted)
+    return parser
+
+
+def _add_flag(commands: Any) -> None:
     toggle = commands.add_parser("flag", help="read or set the passthrough-fallback flag")
     toggle.add_argument(
         "action",
@@ -167,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _targeted(toggle)
     toggle.set_defaults(handler=flag)
+
+
+def _add_policy(commands: Any) -> None:
     chain = commands.add_parser(
         "policy",
         help="read, check, compare or set the policy chain parameter",
@@ -179,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     chain.add_argument("--caller", help="also show which chain of the document this caller gets")
     chain.add_argument("--groups", help="the caller's groups, comma-separated, in order")
     chain.set_defaults(handler=policy)
+
+
+def _add_init(commands: Any) -> None:
     setup = commands.add_parser(
         "init", help="create the flag and policy chain parameters if absent (never overwrites)"
     )
@@ -195,6 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(without it such a name is refused as a likely typo)",
     )
     setup.set_defaults(handler=init)
+
+
+def _add_doctor(commands: Any) -> None:
     check = commands.add_parser("doctor", help="check a deployed stack (read-only)")
     check.add_argument("--stack", required=True, help="the deployed stack to check")
     _region(check)
@@ -202,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--url", help="check /healthz here instead of the Function URL (e.g. a custom domain)"
     )
     check.set_defaults(handler=doctor)
+
+
+def _add_budget(commands: Any) -> None:
     spent = commands.add_parser(
         "budget",
         help="print a caller's use of the fallback budget in the current window, "
@@ -216,9 +240,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _targeted(spent)
     spent.set_defaults(handler=budget)
-    logs.register(commands)
-    add_key_commands(commands, _targeted)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..parameters import SECRET_CURRENT_STAGE
+from ..aws_reads import SECRET_CURRENT_STAGE
 from .operator_errors import OperatorError
 
 PENDING_STAGE = "AWSPENDING"

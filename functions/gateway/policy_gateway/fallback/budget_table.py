@@ -45,7 +45,7 @@ def dynamodb_client() -> Any:
 
     Like every AWS client here it honours AWS_ENDPOINT_URL_DYNAMODB.
     """
-    from ..parameters import aws_client
+    from ..aws_reads import aws_client
 
     return aws_client("dynamodb")
 

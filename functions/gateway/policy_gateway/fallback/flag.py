@@ -17,9 +17,9 @@ the gateway cannot read. A read that is merely slow is no error (see
 
 from __future__ import annotations
 
+from ..aws_reads import VersionedParameter
 from ..observability.logs import logger
 from ..parameter_batch import ParameterBatch, ParameterMissing
-from ..parameters import VersionedParameter
 
 
 def parse_flag(value: str) -> bool | None:

@@ -17,7 +17,8 @@ from .. import names
 from ..observability.logs import logger
 from ..upstream.errors import UpstreamStatusError
 from .prepared import PreparedRequest
-from .repair import RULE_POLICY_HOOK, Repair, structural
+from .repair import structural
+from .repair_record import RULE_POLICY_HOOK, Repair
 
 
 @dataclass(frozen=True)

@@ -21,57 +21,32 @@ the chain replayed to name the policy, so the hot path pays for the scan
 alone.
 
 Every repair, structural or a policy's own (`on_upstream_error`), is recorded
-the same way (`record`).
+the same way (repair_record.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from gateway_policies import JSONObject, PolicyAction, PolicyChain, PolicyContext
-from gateway_policies.actions import REPAIR
+from gateway_policies import JSONObject, PolicyChain, PolicyContext
 from gateway_policies.numbers import json_number
-from gateway_policies.runtime.diff import Location, format_paths, resolve
+from gateway_policies.runtime.diff import Location, resolve
 from gateway_policies.turns import in_turns
 
-from .. import names
-from ..observability import metrics, tracing
-from ..observability.logs import logger
+from ..observability import tracing
+from .repair_record import Repair, record
 
 RULE_EMPTY_TEXT = "empty_text_block"
 RULE_TOOL_CHOICE = "tool_choice_names_removed_tool"
 RULE_THINKING_BUDGET = "thinking_budget_not_below_max_tokens"
-RULE_POLICY_HOOK = "on_upstream_error"
 
 MIN_THINKING_BUDGET = 1024
-MAX_REPAIR_PATHS = 5
-"""Paths a repair's record lists; a body of 200,000 emptied blocks is one record, not 200,000."""
 UNATTRIBUTED = "<chain>"
 """The policy named when replaying the chain cannot tell which one broke the rule."""
-
-
-@dataclass(frozen=True)
-class Repair:
-    """The repairs of one rule that keep one policy's changes valid: how many, and where."""
-
-    policy: str
-    rule: str
-    paths: list[str]
-    """The first MAX_REPAIR_PATHS JSON paths repaired, in the request's order."""
-    count: int
-
-    @classmethod
-    def at(cls, policy: str, rule: str, locations: Sequence[Location]) -> Repair:
-        """The repairs of `rule` at `locations`: all counted, the first few named."""
-        paths = format_paths(locations[:MAX_REPAIR_PATHS])
-        return cls(policy, rule, paths, len(locations))
-
-    def details(self) -> dict[str, Any]:
-        return {"rule": self.rule, "count": self.count, "paths": self.paths}
 
 
 @dataclass(frozen=True)
@@ -292,36 +267,3 @@ async def structural(
             repaired.setdefault((policy, b.rule), []).append(b.location)
     _drop_blocks(request, dropped)
     return [Repair.at(policy, rule, locations) for (policy, rule), locations in repaired.items()]
-
-
-def record(
-    repairs: Sequence[Repair], ctx: PolicyContext, chain: PolicyChain, span: tracing.Span
-) -> None:
-    """Make repairs visible: the metric, the span annotation, one WARNING, the call's actions.
-
-    Paths only, never content, and a few of them: one action per policy and
-    rule, and one WARNING for all, however many blocks were repaired. The
-    metric counts the repairs per policy, so a policy that keeps breaking
-    requests shows in CloudWatch by name.
-    """
-    if not repairs:
-        return
-    for repair in repairs:
-        metrics.count_by(
-            names.METRIC_POLICY_REPAIRS, {names.DIMENSION_POLICY: repair.policy}, repair.count
-        )
-        policy = chain.policy(repair.policy)
-        if policy is not None:
-            ctx.record(policy, REPAIR, **repair.details())
-        else:
-            ctx.actions.append(PolicyAction(repair.policy, REPAIR, repair.details()))
-    span.annotate(
-        names.ANNOTATION_POLICY_REPAIR, ",".join(sorted({repair.policy for repair in repairs}))
-    )
-    logger.warning(
-        "policy repair: a policy's change broke a rule the upstream enforces; repaired",
-        extra={
-            "call_id": ctx.call_id,
-            "repairs": [{"policy": r.policy, **r.details()} for r in repairs],
-        },
-    )

@@ -44,7 +44,7 @@ from ..observability import metrics
 from ..observability.logs import logger
 from ..upstream.client import UpstreamResponse
 from ..upstream.errors import UpstreamStatusError, UpstreamUnavailable
-from . import repair
+from . import repair_record
 from .budget import FallbackBudget
 from .flag import FallbackFlag
 from .ladder import FallbackRequest, fallback_request, policy_repair
@@ -57,7 +57,7 @@ MAX_LOGGED_PATHS = 50
 
 
 class Send(Protocol):
-    """The route's one way upstream (`GatewayEndpoint._send`): one body, under a span label."""
+    """The route's one way upstream (`Gateway.send`): one body, under a span label."""
 
     def __call__(
         self, call: Call, body: bytes, label: str, *, stream: bool
@@ -124,7 +124,7 @@ class Fallback:
         repaired = await offload.run(policy_repair(error, prepared))
         if repaired is None or not await self.budget.allows(call.caller, rung="policy repair"):
             return False
-        repair.record(repaired.repairs, prepared.ctx, prepared.chain, error.span)
+        repair_record.record(repaired.repairs, prepared.ctx, prepared.chain, error.span)
         prepared.repaired(repaired.request)
         return True
 
@@ -177,7 +177,7 @@ async def record(
     metrics.metadata(names.ANNOTATION_FALLBACK_SCOPE, retry.scope)
     metrics.flush()
     ctx = prepared.ctx
-    repair.record(retry.repairs, ctx, prepared.chain, error.span)
+    repair_record.record(retry.repairs, ctx, prepared.chain, error.span)
     details: dict[str, Any] = {}
     try:
         error.span.annotate(names.ANNOTATION_FALLBACK, True)

@@ -16,9 +16,10 @@ from opentelemetry.trace import Tracer
 
 from .. import settings
 from .logs import logger
+from .tracing_settings import TracingSettings
 
 
-def tracer(config: settings.TracingSettings) -> Tracer | None:
+def tracer(config: TracingSettings) -> Tracer | None:
     """The gateway's tracer, or None when its exporter cannot start (tracing stays off)."""
     in_lambda = config.in_lambda
     processor: SpanProcessor

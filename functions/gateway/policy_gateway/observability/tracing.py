@@ -2,10 +2,11 @@
 
 The gateway needs four things from tracing: `call` (a call's trace context,
 held for the call's duration), `start_span` (one span per upstream attempt),
-`Span.annotate` (a searchable X-Ray annotation) and `Span.end`. Outside this
-module only tracer_provider.py and xray_udp.py import OpenTelemetry, and they
-are loaded only from here, once tracing is on: with it off, a call costs a
-context-variable lookup and no import.
+`Span.annotate` (a searchable X-Ray annotation) and `Span.end` (spans.py).
+Outside this module and spans.py only tracer_provider.py and xray_udp.py
+import OpenTelemetry, and they are loaded only from here, once tracing is on
+(tracing_settings.py says when): with it off, a call costs a context-variable
+lookup and no import.
 
 Where spans go
 - In Lambda (LAMBDA_TASK_ROOT set): to the X-Ray endpoint Lambda runs beside a
@@ -32,14 +33,10 @@ OTEL_TRACES_SAMPLER_ARG, default `parentbased_always_on`). Trace ids the
 gateway starts embed the time, as X-Ray requires, so a collector can forward
 them to X-Ray as well.
 
-Annotations: X-Ray indexes only the span attributes whose keys the span lists
-in its `aws.xray.annotations` attribute; every other attribute becomes
-metadata, which filter expressions cannot search. `Span.annotate` does both, so
-`annotation.passthrough_fallback = true` finds the failed attempt as it did
-under the X-Ray SDK.
-
-Every string attribute goes through the audit record's bound
-(gateway_policies.recorder.text): a path, an upstream's request id or a
+Annotations (spans.py): `Span.annotate` makes an attribute one X-Ray indexes,
+so `annotation.passthrough_fallback = true` finds the failed attempt as it did
+under the X-Ray SDK. Every string attribute goes through the audit record's
+bound (gateway_policies.recorder.text): a path, an upstream's request id or a
 policy's name keeps its first 64 characters, so neither a client nor an
 upstream can put content into a trace by making one long.
 
@@ -57,26 +54,19 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
-from importlib import import_module
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from gateway_policies import recorder
 
-from .. import names, settings
+from .. import names
 from ..headers import HeaderLookup
+from .spans import NO_SPAN, AttemptSpan, Span, mark_error
+from .tracing_settings import TracingSettings
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span as OTelSpan
     from opentelemetry.trace import Tracer
-
-# The span attribute that lists the keys X-Ray indexes as annotations.
-XRAY_ANNOTATIONS = "aws.xray.annotations"
-
-# Spans over OTLP/HTTP (outside Lambda) need this module, which pyproject.toml's
-# `otlp` extra installs; the function in Lambda sends over UDP without it.
-OTLP_EXPORTER_MODULE = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
-OTLP_EXTRA = "otlp"
 
 # Request headers that carry a caller's trace context, as the propagators name them.
 _TRACE_HEADERS = {
@@ -86,59 +76,6 @@ _TRACE_HEADERS = {
 }
 
 
-class Span(Protocol):
-    def annotate(self, key: str, value: bool | int | float | str) -> None: ...
-
-    def describe(self, key: str, value: str) -> None: ...
-
-    def end(self, error: BaseException | None = None) -> None: ...
-
-
-class _NoSpan:
-    def annotate(self, key: str, value: bool | int | float | str) -> None:
-        pass
-
-    def describe(self, key: str, value: str) -> None:
-        pass
-
-    def end(self, error: BaseException | None = None) -> None:
-        pass
-
-
-_NO_SPAN = _NoSpan()
-
-
-class _AttemptSpan:
-    """An OpenTelemetry span whose annotations X-Ray indexes; ending it twice is harmless."""
-
-    def __init__(self, span: OTelSpan) -> None:
-        self._span = span
-        self._annotations: list[str] = []
-        self._open = True
-
-    def annotate(self, key: str, value: bool | int | float | str) -> None:
-        if not self._open:
-            return
-        self._span.set_attribute(key, _bounded(value))
-        if key not in self._annotations:
-            self._annotations.append(key)
-            self._span.set_attribute(XRAY_ANNOTATIONS, self._annotations)
-
-    def describe(self, key: str, value: str) -> None:
-        """A plain attribute: shown with the span (X-Ray metadata), not indexed for search."""
-        if self._open:
-            self._span.set_attribute(key, recorder.text(value))
-
-    def end(self, error: BaseException | None = None) -> None:
-        if not self._open:
-            return
-        self._open = False
-        if error is not None:
-            # The type only: an exception's message or stack may quote a URL or a header.
-            _mark_error(self._span, type(error).__name__)
-        self._span.end()
-
-
 @dataclass
 class CallTrace:
     """What the endpoint tells tracing about a call (its status, for the call's span), and
@@ -146,30 +83,6 @@ class CallTrace:
 
     status: int = 0
     trace_id: str | None = None
-
-
-class ExporterMissing(Exception):
-    """Spans are to go over OTLP/HTTP, and its exporter cannot be imported."""
-
-
-def check_exporter() -> None:
-    """ExporterMissing when tracing outside Lambda is on and the OTLP/HTTP exporter is absent.
-
-    Checked before the server opens its port: found only when the gateway is
-    built, the gateway would never be ready and every call would fail.
-    """
-    config = settings.TracingSettings.from_env()
-    if not config.enabled or config.in_lambda:
-        return
-    try:
-        import_module(OTLP_EXPORTER_MODULE)
-    except ImportError as exc:
-        raise ExporterMissing(
-            f"{settings.ENV_OTLP_ENDPOINT} (or {settings.ENV_OTLP_TRACES_ENDPOINT}) turns "
-            "tracing on, but the OTLP/HTTP exporter "
-            f"cannot be imported ({exc.name or exc}): install it with "
-            f"pip install 'policy-gateway[{OTLP_EXTRA}]', or unset the endpoint"
-        ) from None
 
 
 def setup() -> None:
@@ -222,8 +135,8 @@ def start_span(name: str) -> Span:
     """A span for one upstream attempt, under the current call's trace (a no-op outside one)."""
     parent = _call_parent.get()
     if parent is None:
-        return _NO_SPAN
-    return _AttemptSpan(parent.tracer.start_span(name, context=parent.context))
+        return NO_SPAN
+    return AttemptSpan(parent.tracer.start_span(name, context=parent.context))
 
 
 @dataclass(frozen=True)
@@ -305,24 +218,13 @@ class _Tracing:
         if status:
             span.set_attribute("http.response.status_code", status)
             if status >= 500:
-                _mark_error(span, str(status))
+                mark_error(span, str(status))
         span.end()
-
-
-def _bounded(value: bool | int | float | str) -> bool | int | float | str:
-    return recorder.text(value) if isinstance(value, str) else value
-
-
-def _mark_error(span: OTelSpan, error_type: str) -> None:
-    from opentelemetry.trace import StatusCode
-
-    span.set_attribute("error.type", error_type)
-    span.set_status(StatusCode.ERROR)
 
 
 @cache
 def _tracing() -> _Tracing | None:
-    config = settings.TracingSettings.from_env()
+    config = TracingSettings.from_env()
     if not config.enabled:
         return None
     from .tracer_provider import tracer

@@ -43,6 +43,7 @@ from .body import dump_json, parse_object
 from .endpoint import GatewayEndpoint
 from .passthrough import PassthroughEndpoint
 from .refusal import policy_error
+from .upstream_answer import reach
 
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
 # Raised as a fresh instance each time: a shared one would keep every failed
@@ -68,8 +69,8 @@ class BatchCreateEndpoint(GatewayEndpoint):
             error = policy_error(refused.cause, refused.ctx)
             message = f"{refused.name}: {error.message}"
             raise GatewayError(error.status, message, error.error_type) from None
-        sending = self._send(call, body, names.LABEL_POLICY, stream=False)
-        reached = await self._reach(call, sending, read=True)
+        sending = gateway.send(call, body, names.LABEL_POLICY, stream=False)
+        reached = await reach(call, sending, read=True)
         if reached is not None:
             upstream, answer = reached
             base = public_base(gateway.config, call.invocation)

@@ -2,8 +2,9 @@
 
 An explicit ASGI endpoint, so the moment the client sees a status line is
 ours to choose. Subclasses say how the body is read (`_read`) and what reaches
-the upstream (`_proxy`); the call's bookkeeping, metrics and error answers are
-the same on every route. The Messages API's own way through is messages.py.
+the upstream (`_proxy`, through `Gateway.send` and `upstream_answer.reach`); the
+call's bookkeeping, metrics and error answers are the same on every route. The
+Messages API's own way through is messages.py.
 """
 
 from __future__ import annotations
@@ -11,86 +12,20 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
 
 import anyio
-from gateway_policies import PolicyChain, PolicyContext
 from starlette.types import Receive, Scope, Send
 
-from .. import lambda_context, names, settings
-from ..auth.authenticator import Authenticator, path_for_spans
+from .. import lambda_context, names
+from ..auth.authenticator import path_for_spans
 from ..auth.caller import identify
-from ..auth.upstream_key import UpstreamKey
-from ..call import DEADLINE_ERROR, FALLBACK_FAILED, FALLBACK_RETRYING, Call
+from ..call import FALLBACK_FAILED, FALLBACK_RETRYING, Call
 from ..errors import GatewayError
-from ..fallback.send import Fallback
 from ..headers import HeaderLookup, forwarded_headers
 from ..observability import audit, metrics, tracing
 from ..observability.logs import bind_call_key, call_context, logger
-from ..policy_source import PolicySource
-from ..upstream.client import Tries, UpstreamClient, UpstreamResponse
-from ..upstream.errors import UpstreamStatusError, UpstreamUnavailable
 from .body import check_content_encoding, check_content_type, read_body
-
-
-@dataclass
-class Gateway:
-    """Everything a call needs that outlives it."""
-
-    config: settings.Settings
-    upstream: UpstreamClient
-    fallback: Fallback
-    policies: PolicySource
-    auth: Authenticator
-    upstream_key: UpstreamKey | None
-
-    def policy_context(
-        self, call: Call, *, endpoint: str = "messages", kept: bool = True
-    ) -> PolicyContext:
-        """A fresh context for one run of the chain (one request, one batch entry, one result),
-        naming the call's caller and groups, kept on the call so its actions reach the call's
-        log line (unless `kept` is False: the caller then keeps it once it holds actions).
-
-        Not streaming: the Messages route says so once it has parsed the body.
-        """
-        key = self.upstream_key
-        ctx = PolicyContext(
-            endpoint=endpoint,
-            stream=False,
-            call_id=call.call_id,
-            upstream_api_key=None if key is None else key.get,
-            caller=call.caller,
-            caller_groups=call.caller_groups,
-        )
-        if kept:
-            call.contexts.append(ctx)
-        return ctx
-
-    async def chain(self, call: Call) -> PolicyChain:
-        """The call's chain (its caller's, its group's or the default), its name and the
-        document's version noted for its log line; a 500 when no document ever loaded."""
-        loaded = await self.policies.loaded()
-        chain = loaded.document.resolve(call.caller, call.caller_groups)
-        call.chain_version = loaded.version
-        call.chain = chain.name
-        return chain
-
-    async def warm(self) -> None:
-        """Make the AWS reads a first call would otherwise make, so that init pays for them.
-
-        The policy document (from SSM when configured so), the fallback flag when a
-        fallback is possible (one of its chains has request hooks), and the secrets in
-        `gateway_key` mode. Each read is bounded (`parameters.READ_DEADLINE_SECONDS`)
-        and a failed one is handled as on any call: a gateway whose chain could
-        not load is ready to refuse calls, exactly as it would after start-up.
-        """
-        await asyncio.gather(self.auth.warm(), self._warm_policies())
-
-    async def _warm_policies(self) -> None:
-        document = await self.policies.load()
-        if document is not None and any(chain.has_request_hooks for chain in document.chains):
-            await self.fallback.flag.enabled()
+from .gateway import Gateway
 
 
 class GatewayEndpoint:
@@ -179,90 +114,12 @@ class GatewayEndpoint:
         deadline = invocation.deadline_epoch
         return None if deadline is None else deadline - self._gateway.config.deadline_margin
 
-    async def _send(
-        self,
-        call: Call,
-        body: bytes,
-        label: str,
-        *,
-        stream: bool,
-        headers: Sequence[tuple[str, str]] | None = None,
-        method: str = "POST",
-    ) -> UpstreamResponse:
-        """Send one body upstream for the call, retries included: every route's one way there.
-
-        The call's log line counts each request that went upstream and names
-        the last answer's request id, whether the upstream accepted or refused.
-        """
-        tries = Tries()
-        try:
-            upstream = await self._gateway.upstream.attempt(
-                upstream_path(call),
-                body,
-                call.forwarded if headers is None else headers,
-                stream=stream,
-                label=label,
-                deadline=call.deadline,
-                method=method,
-                tries=tries,
-            )
-        except UpstreamStatusError as error:
-            call.upstream_request_id = call.credentials.scrub_text(error.request_id)
-            raise
-        finally:
-            call.attempts += tries.count
-        call.upstream_request_id = call.credentials.scrub_text(upstream.request_id)
-        return upstream
-
-    async def _reach(
-        self, call: Call, reaching: Awaitable[UpstreamResponse], *, read: bool
-    ) -> tuple[UpstreamResponse, bytes] | None:
-        """Await `reaching` (the route's sends) within the deadline; the answer, or None
-        once its error was sent.
-
-        With `read`, the whole body comes back too (it is b"" otherwise). An
-        upstream status error goes to the client as the upstream said it, with
-        this call's credentials scrubbed from it.
-        """
-        body = b""
-        try:
-            # The deadline covers the wait for the upstream's answer too: a
-            # slow first byte must not outlive the Lambda invocation either.
-            with anyio.move_on_after(call.seconds_left()) as budget:
-                upstream = await reaching
-                if read:
-                    try:
-                        body = await upstream.read()
-                    finally:
-                        upstream.span.end()
-        except UpstreamStatusError as error:
-            error.span.end()
-            await call.respond(
-                error.status, call.credentials.scrub(error.client_body), error.headers
-            )
-            return None
-        except UpstreamUnavailable as exc:
-            raise GatewayError(504 if exc.timeout else 502, str(exc)) from None
-        if budget.cancelled_caught:
-            raise GatewayError(*DEADLINE_ERROR)
-        return upstream, body
-
 
 def _route(scope: Scope) -> str | None:
     """The path template of the route the call matched (Starlette's router records it)."""
     route = scope.get("route")
     template = getattr(route, "path", None)
     return template if isinstance(template, str) else None
-
-
-def upstream_path(call: Call) -> str:
-    """The path (and query) the upstream gets: the client's, minus any credential."""
-    path: str = call.scope["path"]
-    if call.scope.get("query_string"):
-        # A credential never travels upstream in the URL either (a client
-        # that put its gateway key there would hand it to Anthropic).
-        path += "?" + call.credentials.scrub_query(call.scope["query_string"]).decode("latin-1")
-    return path
 
 
 def _finish(call: Call) -> None:

@@ -1,7 +1,7 @@
 """POST /v1/messages and /v1/messages/count_tokens: the call's way through the policies.
 
 request in → `_prepare` (parse, request hooks, serialize) → `Fallback.send`
-(the upstream attempt through `GatewayEndpoint._send`, and the passthrough
+(the upstream attempt through `Gateway.send`, and the passthrough
 fallback) → the response hooks
 (`_relay_json`) or the stream policies (stream_relay.py) → the client.
 """
@@ -23,6 +23,7 @@ from .body import dump_json, parse_object
 from .endpoint import GatewayEndpoint
 from .refusal import policy_error
 from .stream_relay import UNREADABLE, StreamRelay, watched
+from .upstream_answer import reach
 from .usage import add_body_usage, add_message_usage
 
 # Bodies above this are parsed on the worker loop even when no request hook runs:
@@ -45,8 +46,8 @@ class MessagesEndpoint(GatewayEndpoint):
         except (PolicyViolation, PolicyFailure) as exc:
             raise policy_error(exc, ctx) from None
         call.stream = prepared.ctx.stream
-        sending = gateway.fallback.send(call, prepared, self._send)
-        reached = await self._reach(call, sending, read=not call.stream)
+        sending = gateway.fallback.send(call, prepared, gateway.send)
+        reached = await reach(call, sending, read=not call.stream)
         if reached is None:
             return
         upstream, body = reached

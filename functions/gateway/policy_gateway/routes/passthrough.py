@@ -28,6 +28,7 @@ from ..upstream.client import UpstreamResponse
 from ..upstream.errors import UpstreamUnavailable
 from .body import check_content_encoding, read_body
 from .endpoint import GatewayEndpoint
+from .upstream_answer import reach
 
 _FILES_REFUSED = (
     "The Files API is turned off on this gateway: no policy can see an uploaded file, and a "
@@ -68,7 +69,7 @@ class PassthroughEndpoint(GatewayEndpoint):
 
     async def _proxy(self, call: Call) -> None:
         _check_path_params(call.scope)
-        sending = self._send(
+        sending = self._gateway.send(
             call,
             call.original,
             names.LABEL_PASSTHROUGH,
@@ -76,7 +77,7 @@ class PassthroughEndpoint(GatewayEndpoint):
             headers=with_content_type(call.forwarded, self._content_type),
             method=call.scope["method"],
         )
-        reached = await self._reach(call, sending, read=self.buffered)
+        reached = await reach(call, sending, read=self.buffered)
         if reached is not None:
             await self._deliver(call, *reached)
 

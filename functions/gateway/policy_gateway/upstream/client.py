@@ -21,7 +21,7 @@ import anyio
 import httpx2
 
 from .. import names, settings
-from ..observability import metrics, tracing
+from ..observability import metrics, spans, tracing
 from .anthropic import AnthropicProvider
 from .errors import UpstreamStatusError, is_http_status, not_an_http_status, unavailable
 from .provider import Provider
@@ -42,7 +42,7 @@ class UpstreamResponse:
     status: int
     headers: list[tuple[bytes, bytes]]
     _response: httpx2.Response = field(repr=False)
-    span: tracing.Span = field(repr=False)
+    span: spans.Span = field(repr=False)
     request_id: str | None
     _provider: Provider = field(repr=False)
     _path: str
@@ -164,7 +164,7 @@ class UpstreamClient:
             retry += 1
 
     async def _exchange(
-        self, request: httpx2.Request, *, stream: bool, span: tracing.Span
+        self, request: httpx2.Request, *, stream: bool, span: spans.Span
     ) -> tuple[httpx2.Response, UpstreamStatusError | None]:
         """One HTTP exchange: the response, and its status error if it is one.
 
@@ -185,7 +185,7 @@ class UpstreamClient:
         return deadline is None or time.time() + delay < deadline
 
     async def _status_error(
-        self, response: httpx2.Response, span: tracing.Span
+        self, response: httpx2.Response, span: spans.Span
     ) -> UpstreamStatusError:
         try:
             body = await response.aread()
@@ -208,7 +208,7 @@ class UpstreamClient:
         )
 
 
-def _request_id(response: httpx2.Response, provider: Provider, span: tracing.Span) -> str | None:
+def _request_id(response: httpx2.Response, provider: Provider, span: spans.Span) -> str | None:
     """The upstream's id for the attempt, on its span; capped like every logged header value."""
     request_id = response.headers.get(provider.request_id_header)
     if not request_id:

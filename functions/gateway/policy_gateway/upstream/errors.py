@@ -11,7 +11,7 @@ import json
 import httpx2
 
 from ..errors import error_bytes
-from ..observability import tracing
+from ..observability import spans
 
 
 class UpstreamStatusError(Exception):
@@ -26,7 +26,7 @@ class UpstreamStatusError(Exception):
         status: int,
         body: bytes,
         headers: list[tuple[bytes, bytes]],
-        span: tracing.Span,
+        span: spans.Span,
         request_id: str | None,
     ) -> None:
         super().__init__(f"upstream status {status}")

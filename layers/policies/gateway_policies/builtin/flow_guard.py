@@ -36,6 +36,7 @@ from pydantic import Field, field_validator
 
 from .. import recorder
 from ..base import JSONObject, PolicyContext, StreamEvent
+from ..detect import detector
 from ..provenance.candidates import candidates
 from ..provenance.conversation import (
     Conversation,
@@ -93,6 +94,8 @@ class FlowGuard(ToolCallGate[FlowGuardOptions]):
             else None
         )
         self._searchable = SearchableMemo()
+        # Compiled now (at init, before a snapshot), not at the first sink call.
+        detector()
 
     def _is_untrusted(self, tool: str) -> bool:
         return self._untrusted is not None and self._untrusted.fullmatch(tool) is not None
@@ -176,12 +179,13 @@ class FlowGuard(ToolCallGate[FlowGuardOptions]):
                     "tool_use_id": recorder.text(unreadable.id),
                 },
             )
-        for candidate in candidates(tool_input, self.options.min_length):
-            source = conversation.source(candidate.text)
-            if source is not None:
-                return Block(
-                    f"it is a sink ({sink}) and its input carries a {candidate.kind} that "
-                    f"came from an untrusted result ({recorder.text(source)}), not from the user",
-                    {**record, "kind": candidate.kind, "tool_use_id": recorder.text(source)},
-                )
-        return None
+        found = candidates(tool_input, self.options.min_length)
+        tainted = conversation.tainted([candidate.text for candidate in found])
+        if tainted is None:
+            return None
+        kind, source = found[tainted[0]].kind, recorder.text(tainted[1])
+        return Block(
+            f"it is a sink ({sink}) and its input carries a {kind} that "
+            f"came from an untrusted result ({source}), not from the user",
+            {**record, "kind": kind, "tool_use_id": source},
+        )

@@ -1,4 +1,4 @@
-"""What a rule finds in a text: `re.finditer`'s matches, whole or only where they may start.
+"""What a rule finds in a text: one `re` pass's matches, whole or only where they may start.
 
 Both engines end here, so they cannot differ in what a match means: the
 `secret` group's span (the whole match without one), kept when the validator,
@@ -29,8 +29,25 @@ def accepted(rule: Rule, match: re.Match[str]) -> Span | None:
     return start, end
 
 
+def matches(
+    pattern: re.Pattern[str], text: str, position: int = 0, stop: int | None = None
+) -> Iterator[re.Match[str]]:
+    """`finditer`, except that each search resumes where the last match's secret ended: a
+    delimiter one match consumed (a rule cannot look behind) may begin the next (`AKIA…,AKIA…`)."""
+    end = len(text) if stop is None else stop
+    while (match := pattern.search(text, position, end)) is not None:
+        yield match
+        position = resumes_at(match)
+
+
+def resumes_at(match: re.Match[str]) -> int:
+    """Where the search after `match` starts: its secret's end, always past its start."""
+    secret = "secret" in match.re.groupindex and match.start("secret") >= 0
+    return max(match.end("secret") if secret else match.end(), match.start() + 1)
+
+
 def everywhere(rule: Rule, pattern: re.Pattern[str], text: str) -> Iterator[Span]:
-    for match in pattern.finditer(text):
+    for match in matches(pattern, text):
         span = accepted(rule, match)
         if span is not None:
             yield span
@@ -43,10 +60,10 @@ def windows(
     done = 0
     reach = rule.max_length + LOOKS_PAST
     for low, high in starts:
-        for match in pattern.finditer(text, max(low, done), min(len(text), high + reach)):
+        for match in matches(pattern, text, max(low, done), min(len(text), high + reach)):
             if match.start() > high:
                 break
-            done = match.end()
+            done = resumes_at(match)
             span = accepted(rule, match)
             if span is not None:
                 yield span

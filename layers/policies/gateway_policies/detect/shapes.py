@@ -21,6 +21,8 @@ from .validators import plausible_token, plausible_value
 
 TOKEN_ALPHABET = "A-Za-z0-9_-"
 """The characters most issued tokens are made of (base62 plus `_` and `-`)."""
+URL_USERINFO = r"[A-Za-z0-9._~%!$&*+,;=-]"
+"""A character of a URL's `user:password` (RFC 3986's unreserved, sub-delims and `%`)."""
 
 _ESCAPE = r"\\[nrt]"
 """A JSON escape written out, as a tool's JSON output shows a newline or a tab before a key."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..detect import scan
 from .normalise import IBAN, PHONE, compact, normalise
 
 KINDS = ("url", "email", "iban", "phone", "ip", "host", "token", "value")
@@ -58,14 +59,17 @@ def _entropy(token: str) -> float:
 
 
 def secret_tokens(text: str) -> Iterator[str]:
-    """The secret-like tokens of `text`: 16+ characters of high entropy, mixing character
-    classes. The one place a secret detector plugs in."""
+    """The secret-like tokens of `text`: what the detector (gateway_policies.detect, its
+    default rules) finds, whatever its length or entropy, then 16+ characters of high
+    entropy mixing character classes, which finds the secrets no rule knows."""
+    found = dict.fromkeys(text[hit.start : hit.end] for hit in scan([text]))
     for token in _TOKEN.findall(text):
         classes = sum(
             any(test(char) for char in token) for test in (str.islower, str.isupper, str.isdigit)
         )
         if classes >= 2 and _entropy(token) >= TOKEN_ENTROPY:
-            yield token
+            found[token] = None
+    yield from found
 
 
 def _host(url: str) -> str | None:

@@ -15,10 +15,11 @@ binary documents) is noted: a value from it cannot be traced.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from .lookup import finder
 
 CLIENT_MCP_PREFIX = "mcp__"
 """Claude Code's name for the tools of the MCP servers it runs itself."""
@@ -27,7 +28,7 @@ _STRUCTURE = frozenset({"type", "id", "tool_use_id", "cache_control", "media_typ
 _OPAQUE_KEYS = ("encrypted_content", "encrypted_index")
 _READABLE_SOURCES = ("text", "content")
 _SEPARATOR = "\x00"
-"""Between results in the joined text: normal forms never hold one (normalise drops it)."""
+"""Between trusted texts: normal forms never hold one (normalise drops it)."""
 
 
 @dataclass(frozen=True)
@@ -105,51 +106,42 @@ def _system_texts(system: Any) -> Iterator[str]:
 
 
 class Conversation:
-    """The trusted text and the untrusted results. The request's results are joined into
-    one searchable text, so that a value is looked up with one `str.find` in it; the few
-    an answer adds are looked up one by one."""
+    """The trusted text and the untrusted results: the request's, then those an answer
+    adds before the calls still to be judged."""
 
     def __init__(self, trusted: str, results: list[Result]) -> None:
         self.trusted = trusted
         self.results = results
-        self._joined = _SEPARATOR.join(result.text for result in results)
-        self._starts: list[int] = []
-        at = 0
-        for result in results:
-            self._starts.append(at)
-            at += len(result.text) + len(_SEPARATOR)
-        self._answer: list[Result] = []
 
     def add(self, result: Result) -> None:
         """A result the answer holds before the calls still to be judged."""
-        self._answer.append(result)
-
-    def _all(self) -> list[Result]:
-        return [*self.results, *self._answer]
+        self.results.append(result)
 
     @property
     def latest(self) -> Result | None:
-        everything = self._all()
-        return everything[-1] if everything else None
+        return self.results[-1] if self.results else None
 
     @property
     def unreadable(self) -> Result | None:
         """The latest result with a part the gateway could not read."""
-        return next((r for r in reversed(self._all()) if r.unreadable), None)
+        return next((r for r in reversed(self.results) if r.unreadable), None)
 
-    def _found(self, normal: str) -> Result | None:
-        at = self._joined.find(normal)
-        if at >= 0:
-            return self.results[bisect_right(self._starts, at) - 1]
-        return next((r for r in self._answer if normal in r.text), None)
+    def tainted(self, normals: Sequence[str]) -> tuple[int, str] | None:
+        """The first of `normals` that occurs in an untrusted result and in no trusted
+        text: its index and the id of the first result holding it; else None. Linear in
+        the texts and the candidates (provenance.lookup)."""
+        texts = [result.text for result in self.results]
+        lookup = finder(normals, sum(map(len, texts)) + len(self.trusted))
+        untrusted = lookup.holders(texts, range(len(normals)))
+        named = lookup.holders([self.trusted], sorted(untrusted)) if untrusted else {}
+        first = min((index for index in untrusted if index not in named), default=None)
+        return None if first is None else (first, self.results[untrusted[first]].id)
 
     def source(self, normal: str) -> str | None:
         """The id of the untrusted result `normal` occurs in, when it occurs in no trusted
         text; else None."""
-        found = self._found(normal)
-        if found is None or normal in self.trusted:
-            return None
-        return found.id
+        found = self.tainted([normal])
+        return None if found is None else found[1]
 
 
 def read_request(

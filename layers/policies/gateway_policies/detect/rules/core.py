@@ -7,6 +7,7 @@ Each ends where its token ends (`\\b`, or a delimiter it consumes outside the
 from __future__ import annotations
 
 from ..rule import Rule
+from ..shapes import URL_USERINFO as _USERINFO
 
 PEM_BODY_LONGEST = 16384
 """Characters between a private key's BEGIN and END lines: a 8192-bit RSA key needs about 6,400."""
@@ -16,11 +17,21 @@ _PEM_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 # key's BEGIN), so a crafted run of BEGIN lines costs `re` one pass, not one reach per line.
 _PEM_BODY = rf"(?:[^-]|-[^-]){{0,{PEM_BODY_LONGEST // 2}}}"
 _DIGIT = frozenset("0123456789")
+# A top-level domain is letters (or an IDN's `xn--…`), never followed by a host's character: a
+# locale's `sd_IN@devanagari.UTF-8` is no address.
+_HOST = (
+    r"[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,7}\.(?:[A-Za-z]{2,63}|xn--[A-Za-z0-9\-]{1,59})"
+)
 
 
 def _has_digit(token: str) -> bool:
     """A bearer token, unlike "Bearer authentication", has a digit."""
     return not _DIGIT.isdisjoint(token)
+
+
+def _not_in_url(match: str) -> bool:
+    """An address, not a URL's `user:password@host` (which holds no address)."""
+    return "://" not in match
 
 
 RULES: tuple[Rule, ...] = (
@@ -43,8 +54,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         kind="aws_access_key_id",
-        pattern=r"\b(?P<secret>(?:AKIA|ASIA)[A-Z0-9]{16})\b",
-        max_length=20,
+        # Not inside a longer run of capitals and digits, whatever comes before it (`\nAKIA…`
+        # in a JSON-escaped file): the delimiters are consumed, outside the secret.
+        pattern=r"(?:^|[^A-Z0-9])(?P<secret>(?:AKIA|ASIA)[A-Z0-9]{16})(?:[^A-Z0-9]|$)",
+        max_length=22,
         keywords=("akia", "asia"),
     ),
     # Forty characters of base64 are any hash or blob: only a labelled one is this kind.
@@ -75,11 +88,17 @@ RULES: tuple[Rule, ...] = (
     ),
     # RFC 5321's 64-character local part and RFC 1035's 63-character labels, up to nine labels.
     # No `\b` before the local part: Hyperscan then scans 150 times slower; a longer local
-    # part loses its last 64 characters, as safe a side as any.
+    # part loses its last 64 characters, as safe a side as any. The first branch takes a URL's
+    # `user:password@host` whole, so its `password@host` is not read as an address (the
+    # validator then drops it; url_password redacts the password, and the host stays).
     Rule(
         kind="email",
-        pattern=r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){1,8}\b",
-        max_length=64 + 1 + 63 + 8 * 64,
+        pattern=(
+            rf"(?P<secret>[A-Za-z][A-Za-z0-9+.\-]{{1,20}}://{_USERINFO}{{0,64}}:{_USERINFO}{{1,128}}"
+            rf"@{_HOST}|[A-Za-z0-9._%+\-]{{1,64}}@{_HOST})(?:[^A-Za-z0-9\-]|$)"
+        ),
+        max_length=21 + 3 + 64 + 1 + 128 + 1 + 63 + 8 * 64 + 1,
         keywords=("@",),
+        validator=_not_in_url,
     ),
 )

@@ -9,11 +9,11 @@ reference (`${DB_PASSWORD}`, `{{ .Values.token }}`), a variable name or a path.
 from __future__ import annotations
 
 from ..rule import Rule
+from ..shapes import URL_USERINFO as _USERINFO
 from ..shapes import labelled
 from ..validators import basic_credentials, plausible_password
 
 _VALUE = r"[A-Za-z0-9!#$%&*+./:=?@^_|~-]{8,128}"
-_USERINFO = r"[A-Za-z0-9._~%!$&*+,;=-]"
 
 RULES: tuple[Rule, ...] = (
     labelled(
