@@ -4,12 +4,13 @@ The workload is shaped like Claude Code's: a system prompt, twenty tool
 definitions and a conversation whose tool results hold real source files (the
 Python standard library's, read from disk here). (12) times the redaction hook
 alone (no parse, no serialization) on a 1 MB request with every rule on and the
-memo off; (13) replays a 40-turn session (each turn adds a tool call and the
-result of one more source file) and divides the session's hook CPU, memo on,
-by one scan of its last request, then times the last turn through a gateway
-against the stub called directly, memo on and off; (14) scans crafted 6 MB
-bodies (each rule's keyword and alphabet repeated, dense near matches) with
-the whole rule set.
+memo off; (13) replays a 40-turn session (each turn adds a tool call and a
+result of source files, so the last request is about 1 MB) and divides the
+session's hook CPU, memo on, by one scan of its last request (medians of
+three), then times the last turn through a gateway against the stub called
+directly, memo on and off; (14) scans crafted 6 MB bodies, two per rule of the
+catalogue (its keywords and alphabet repeated densely, and each keyword
+followed by a run as long as the rule's reach), with the whole rule set.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from .wire import Connection
 
 REQUEST_BYTES = 1024 * 1024
 TURNS = 40
+SESSIONS = 3
+"""(13) is the median of this many sessions (and scans of the last request alone)."""
 CRAFTED_BYTES = 6 * 1024 * 1024
 MEMO_BYTES = str(settings.DEFAULT_POLICY_MEMO_BYTES)
 PAIRS = 60
@@ -53,7 +56,7 @@ def sources() -> list[str]:
 
 def agent_request(files: list[str], size: int) -> tuple[dict[str, Any], list[int]]:
     """A Claude Code-shaped request of about `size` bytes; also the message count after each
-    file, so a session's turns are its prefixes."""
+    of its TURNS turns, so a session's turns are its prefixes."""
     tools = [
         {
             "name": f"tool_{index}",
@@ -71,10 +74,15 @@ def agent_request(files: list[str], size: int) -> tuple[dict[str, Any], list[int
     }
     marks = []
     used = len(json.dumps(request))
-    for index, text in enumerate(files[21:]):
-        if used >= size:
-            break
-        text = text[: max(1000, size // TURNS)]
+    # Each turn's result is source files, as many as make the last request about `size`.
+    share = (size - used) // TURNS
+    pending = iter(files[21:])
+    for index in range(TURNS):
+        text = ""
+        while len(text) < share:
+            text += next(pending)
+        while len(json.dumps(text)) > share:
+            text = text[: share - (len(json.dumps(text)) - len(text))]
         call_id = f"toolu_{index:04d}"
         request["messages"] += [
             {
@@ -96,7 +104,6 @@ def agent_request(files: list[str], size: int) -> tuple[dict[str, Any], list[int
                 "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
             },
         ]
-        used += len(text) + 200
         marks.append(len(request["messages"]))
     return request, marks
 
@@ -109,16 +116,41 @@ def hook_seconds(policy: RedactSecrets, request: dict[str, Any]) -> float:
     return time.process_time() - started
 
 
+def alphabet(pattern: str) -> str:
+    """The printable characters the pattern's classes admit, each once, in class order."""
+    found = dict.fromkeys(
+        chr(c)
+        for cls in re.findall(r"\[(?:\\.|[^\]\\])+\]", pattern)
+        for c in range(32, 127)
+        if re.fullmatch(cls, chr(c))
+    )
+    return "".join(found) or "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def session_seconds(turns: list[dict[str, Any]]) -> float:
+    session = RedactSecrets({"kinds": ALL_KINDS})
+    return sum(hook_seconds(session, copy.deepcopy(turn)) for turn in turns)
+
+
 def crafted_bodies() -> dict[str, str]:
-    """Per rule, 6 MB of its keyword and its first class's members: near matches everywhere."""
+    """Two 6 MB bodies of near matches per rule of the catalogue (the generic and personal
+    data kinds too): `dense`, each keyword (as written and upper case) then a few of the
+    rule's alphabet, over and over; `reach`, each keyword then a run of the alphabet as long
+    as the rule's reach, so every confirm window is as long as it can be."""
     bodies = {}
-    for rule in catalogue():
-        classes = re.findall(r"\[(?:\\.|[^\]\\])+\]", rule.pattern)
-        members = "".join(
-            chr(c) for c in range(32, 127) if classes and re.fullmatch(classes[0], chr(c))
-        )
-        unit = (rule.keywords[0] if rule.keywords else "") + members[:40] + "="
-        bodies[rule.kind] = (unit * (CRAFTED_BYTES // len(unit) + 1))[:CRAFTED_BYTES]
+    for index, rule in enumerate(catalogue()):
+        letters = alphabet(rule.pattern)
+        keywords = [
+            form for keyword in rule.keywords or ("",) for form in (keyword, keyword.upper())
+        ]
+        run = (letters * (rule.max_length // len(letters) + 1))[: rule.max_length]
+        units = {
+            "dense": "".join(f"{keyword}{letters[:40]}=" for keyword in keywords),
+            "reach": "".join(f"{keyword}{run}\n" for keyword in keywords),
+        }
+        for shape, unit in units.items():
+            body = (unit * (CRAFTED_BYTES // len(unit) + 1))[:CRAFTED_BYTES]
+            bodies[f"{rule.kind} #{index} {shape}"] = body
     return bodies
 
 
@@ -132,17 +164,20 @@ def detect(env: Environment, raw: dict[str, Any]) -> list[Figure]:
     alone = statistics.median(hook_seconds(policy, copy.deepcopy(request)) for _ in range(7))
 
     turns = [{**request, "messages": request["messages"][:mark]} for mark in marks[:TURNS]]
+    # Each session with a policy instance of its own: a memo partition never seen.
     configure(settings.DEFAULT_POLICY_MEMO_BYTES)
-    session = RedactSecrets({"kinds": ALL_KINDS})
-    session_cpu = sum(hook_seconds(session, copy.deepcopy(turn)) for turn in turns)
+    session_cpu = statistics.median(session_seconds(turns) for _ in range(SESSIONS))
     configure(0)
-    last = hook_seconds(RedactSecrets({"kinds": ALL_KINDS}), copy.deepcopy(turns[-1]))
+    last = statistics.median(
+        hook_seconds(RedactSecrets({"kinds": ALL_KINDS}), copy.deepcopy(turns[-1]))
+        for _ in range(SESSIONS)
+    )
 
     crafted = {}
-    for kind, body in crafted_bodies().items():
+    for name, body in crafted_bodies().items():
         started = time.process_time()
         policy.rewrite_counted(body)
-        crafted[kind] = time.process_time() - started
+        crafted[name] = time.process_time() - started
     worst = max(crafted, key=crafted.__getitem__)
 
     latency = through_gateway(env, turns)

@@ -111,9 +111,9 @@ def test_function_and_layer_sets_come_from_pyproject() -> None:
     dev = locks.requirements("dev")
     assert any(r.startswith("starlette") for r in function)
     assert not any(r.startswith(("pydantic", "anthropic")) for r in function)
-    layer_only = ("pydantic", "anthropic", "hyperscan", "blake3")
+    layer_only = ("pydantic", "anthropic", "hyperscan", "xxhash")
     assert sorted(layer) == sorted(r for r in layer if r.startswith(layer_only))
-    assert not any(r.startswith(("hyperscan", "blake3")) for r in function)
+    assert not any(r.startswith(("hyperscan", "xxhash")) for r in function)
     # The dev set is everything: the project's own extras expanded, never itself.
     assert set(function) | set(layer) <= set(dev)
     assert not any(r.startswith(locks.PROJECT) for r in dev)

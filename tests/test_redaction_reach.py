@@ -16,6 +16,7 @@ import random
 from typing import Any
 
 import pytest
+from gateway_policies.base import PolicyContext
 from gateway_policies.builtin.redact_secrets import RedactSecrets
 from gateway_policies.detect.memo import MEMO, configure
 from gateway_policies.testing import run_request
@@ -256,3 +257,35 @@ def test_the_memo_stays_within_its_bytes(memo_on: Any) -> None:
     for index in range(200):
         policy.rewrite(f"text {index} {KEY}")
     assert 0 < MEMO.bytes <= 4096
+
+
+def caller_context(caller: str) -> PolicyContext:
+    return PolicyContext(endpoint="messages", stream=False, call_id="test-call", caller=caller)
+
+
+@pytest.mark.unit
+def test_two_callers_never_share_entries(memo_on: Any) -> None:
+    """xxh3 is not collision-resistant: an entry one caller's crafted text planted (here,
+    "nothing found" for a text holding a key) misleads that caller alone."""
+    policy = RedactSecrets()
+    text = f"export AWS_ACCESS_KEY_ID={KEY}  # {'x' * 80}"
+    request = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": text}]}
+    MEMO.remember(policy.partition, "mallory", text, lambda _: ((), {}))
+    assert run_request(policy, request, ctx=caller_context("mallory")) == request
+    for caller in ("alice", "bob"):
+        sent = run_request(policy, request, ctx=caller_context(caller))
+        assert sent["messages"][0]["content"].startswith(
+            "export AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]"
+        )
+
+
+@pytest.mark.unit
+def test_texts_alike_in_utf16_keep_their_own_entries(memo_on: Any) -> None:
+    """A surrogate pair written as two characters has the UTF-16 of the one character it
+    pairs to, but not its indices: each keeps its own entry."""
+    tail = " " + "y" * 80 + f" {KEY}"
+    texts = ["\U0001f600" + tail, "\ud83d\ude00" + tail, "\U0001f600" + tail]
+    policy = RedactSecrets()
+    remembered = [policy.rewrite(text) for text in texts]
+    configure(0)
+    assert remembered == [RedactSecrets().rewrite(text) for text in texts]

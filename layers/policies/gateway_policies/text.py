@@ -66,60 +66,81 @@ def subn_in_windows(
     return "".join(pieces), count
 
 
-def _content_slots(holder: Any, key: Any, tool_inputs: bool = False) -> Iterator[tuple[Any, Any]]:
+Slot = tuple[Any, Any]
+
+
+def _content_slots(holder: Any, key: Any, tool_inputs: bool = False) -> list[Slot]:
+    """The slots of one message's or block's content, collected: a list costs a
+    fraction of a generator per slot, and a session's every turn walks them all."""
+    slots: list[Slot] = []
+    _collect_content(holder, key, tool_inputs, slots)
+    return slots
+
+
+def _collect_content(holder: Any, key: Any, tool_inputs: bool, slots: list[Slot]) -> None:
     value = holder[key]
     if isinstance(value, str):
-        yield holder, key
+        slots.append((holder, key))
         return
     if not isinstance(value, list):
         return
     for block in value:
-        if not isinstance(block, dict) or block.get("type") in _SKIPPED_BLOCKS:
+        if not isinstance(block, dict):
             continue
         kind = block.get("type")
+        if kind in _SKIPPED_BLOCKS:
+            continue
         if kind == "text" and isinstance(block.get("text"), str):
-            yield block, "text"
+            slots.append((block, "text"))
         elif kind in ("tool_result", "search_result") and "content" in block:
-            yield from _content_slots(block, "content", tool_inputs)
+            if isinstance(block["content"], str):
+                slots.append((block, "content"))
+            else:
+                _collect_content(block, "content", tool_inputs, slots)
         elif kind == "document":
-            yield from _document_slots(block)
+            _collect_document(block, slots)
         elif tool_inputs and kind in _TOOL_CALLS and "input" in block:
-            yield from _string_values(block, "input")
+            _collect_strings(block, "input", slots)
 
 
-def _string_values(holder: Any, key: Any) -> Iterator[tuple[Any, Any]]:
+def _collect_strings(holder: Any, key: Any, slots: list[Slot]) -> None:
     """Every string inside `holder[key]`, however deep, as (container, key); iterative,
     so a deeply nested input cannot exhaust the stack."""
+    value = holder[key]
+    if isinstance(value, dict) and all(isinstance(item, str) for item in value.values()):
+        slots += [(value, name) for name in value]
+        return
     pending = [(holder, key)]
     while pending:
         container, at = pending.pop()
         value = container[at]
         if isinstance(value, str):
-            yield container, at
+            slots.append((container, at))
         elif isinstance(value, dict):
             pending += [(value, name) for name in reversed(list(value))]
         elif isinstance(value, list):
             pending += [(value, index) for index in reversed(range(len(value)))]
 
 
-def _document_slots(block: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
+def _collect_document(block: dict[str, Any], slots: list[Slot]) -> None:
     """A plain-text document's text, its content blocks, and its `context` note."""
     if isinstance(block.get("context"), str):
-        yield block, "context"
+        slots.append((block, "context"))
     source = block.get("source")
     if not isinstance(source, dict):
         return
     if source.get("type") == "text" and isinstance(source.get("data"), str):
-        yield source, "data"
+        slots.append((source, "data"))
     elif source.get("type") == "content" and "content" in source:
-        yield from _content_slots(source, "content")
+        _collect_content(source, "content", False, slots)
 
 
 def text_slots(
     request: dict[str, Any], *, system: bool = True, tool_inputs: bool = False
-) -> Iterator[tuple[Any, Any]]:
+) -> Iterator[Slot]:
     """Yield (container, key) pairs whose `container[key]` is a text string; with
-    `tool_inputs`, the strings in tool calls' inputs too."""
+    `tool_inputs`, the strings in tool calls' inputs too. Lazy by message, so a
+    hook taking them in turns (turns.py) never walks a whole huge request at once."""
     if system and "system" in request:
         yield from _content_slots(request, "system")
     messages = request.get("messages")
@@ -202,6 +223,10 @@ class TextRewriter(Policy[OptionsT]):
         new = self.rewrite(text)
         return new, ({"": 1} if new != text else {})
 
+    def rewriter(self, ctx: PolicyContext) -> Callable[[str], tuple[str, Mapping[str, int]]]:
+        """The `rewrite_counted` of one call (a policy that keeps state per caller picks it)."""
+        return self.rewrite_counted
+
     def implements(self, hook: str) -> bool:
         if hook == "on_request":
             return self.rewrites_requests
@@ -220,12 +245,12 @@ class TextRewriter(Policy[OptionsT]):
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         tally: Counter[str] = Counter()
         slots = text_slots(request, tool_inputs=self.reaches_tool_inputs)
-        await _rewrite_counting(slots, self.rewrite_counted, tally)
+        await _rewrite_counting(slots, self.rewriter(ctx), tally)
         self._record(ctx, "request", tally)
 
     async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
         tally: Counter[str] = Counter()
-        await _rewrite_counting(response_text_slots(response), self.rewrite_counted, tally)
+        await _rewrite_counting(response_text_slots(response), self.rewriter(ctx), tally)
         self._record(ctx, "response", tally)
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
@@ -238,7 +263,7 @@ class TextRewriter(Policy[OptionsT]):
             and part.get("type") in ("text_delta", "text")
             and isinstance(part.get("text"), str)
         ):
-            part["text"], counts = self.rewrite_counted(part["text"])
+            part["text"], counts = self.rewriter(ctx)(part["text"])
             if counts:
                 ctx.state(self, _StreamTally).counts.update(counts)
         return [event]

@@ -25,9 +25,10 @@ documents, search results, and each string value of the `input` of every
 Never ids, signatures, thinking blocks, encrypted or base64 data, file ids,
 `cache_control` or MCP servers' credentials.
 
-Each text's findings are kept in the process's memo (detect/memo.py), so a
-conversation resent every turn is scanned once; a redaction is a pure
-function of the text, so the prompt-cache prefix stays stable turn to turn.
+Each text's findings are kept in the process's memo (detect/memo.py), one
+partition per instance and caller, so a conversation resent every turn is
+scanned once; a redaction is a pure function of the text, so the
+prompt-cache prefix stays stable turn to turn.
 
 Not bypassable: the passthrough fallback redacts the original again before
 resending it (the narrow fallback), so a secret never leaves through it.
@@ -37,13 +38,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from types import MappingProxyType
 
 from pydantic import field_validator
 
+from ..base import PolicyContext
 from ..detect import Detector, catalogue, detector
-from ..detect.memo import MEMO, Found, digest, namespace
+from ..detect.memo import MEMO, Entry, Found
 from ..options import PolicyOptions
 from ..text import TextRewriter
 
@@ -98,24 +101,28 @@ class RedactSecrets(TextRewriter[RedactSecretsOptions]):
         # and set of kinds: chains that choose the same kinds share one engine.
         self._detector: Detector = detector(self.options.kinds)
         self._order = {kind: index for index, kind in enumerate(self._detector.kinds)}
-        # A new namespace per instance: a reloaded chain never reads an older one's entries.
-        self._space = namespace(self._detector.version, os.urandom(8).hex())
+        # A partition per instance: a reloaded chain never reads an older one's entries.
+        self.partition = f"{self._detector.version}:{os.urandom(8).hex()}"
 
-    def find(self, text: str) -> Found:
-        if not MEMO.on:
-            return spans(self._detector.find(text), self._order)
-        key = digest(self._space, text)
-        found = MEMO.get(key)
-        if found is None:
-            found = spans(self._detector.find(text), self._order)
-            MEMO.put(key, found)
-        return found
+    def scanned(self, text: str) -> Entry:
+        found = spans(self._detector.find(text), self._order)
+        if not found:
+            return found, _NOTHING
+        # Read-only: the memo hands the same counts to every call that finds this text.
+        return found, MappingProxyType(Counter(kind for _, _, kind in found))
 
     def rewrite(self, text: str) -> str:
         return self.rewrite_counted(text)[0]
 
-    def rewrite_counted(self, text: str) -> tuple[str, Mapping[str, int]]:
-        found = self.find(text)
-        if not found:
-            return text, _NOTHING
-        return redacted(text, found), Counter(kind for _, _, kind in found)
+    def rewrite_counted(
+        self, text: str, caller: str | None = None
+    ) -> tuple[str, Mapping[str, int]]:
+        if MEMO.max_bytes:
+            found, counts = MEMO.remember(self.partition, caller, text, self.scanned)
+        else:
+            found, counts = self.scanned(text)
+        return (redacted(text, found) if found else text), counts
+
+    def rewriter(self, ctx: PolicyContext) -> Callable[[str], tuple[str, Mapping[str, int]]]:
+        # The memo's partitions keep callers apart (detect/memo.py).
+        return partial(self.rewrite_counted, caller=ctx.caller)
