@@ -29,7 +29,6 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from policy_gateway import settings
-from policy_gateway.auth.web_pages import loopback_hosts
 from policy_gateway.observability import tracing_settings
 
 from .support.cli import cli
@@ -319,31 +318,3 @@ def test_in_lambda_the_function_url_s_host_passes(
             for method, path in HOST_PROBES:
                 assert _as_host(url, host, method, path).status_code != 403
         eventually(lambda: len(upstream.requests) == 2 * 2)
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    ("listen", "hosts"),
-    [
-        ("127.0.0.1", {"127.0.0.1:8080", "localhost:8080"}),
-        ("127.0.0.2", {"127.0.0.2:8080", "localhost:8080"}),
-        ("::1", {"[::1]:8080", "localhost:8080"}),
-        ("localhost", {"localhost:8080", "127.0.0.1:8080", "[::1]:8080"}),
-        ("0.0.0.0", set()),
-        ("::", set()),
-        ("10.0.0.5", set()),
-        ("gateway.internal", set()),
-    ],
-)
-def test_only_a_loopback_listen_address_restricts_the_host(listen: str, hosts: set[str]) -> None:
-    assert loopback_hosts(listen, 8080) == hosts
-
-
-@pytest.mark.unit
-def test_on_port_80_a_host_without_a_port_names_it_too() -> None:
-    assert loopback_hosts("127.0.0.1", 80) == {
-        "127.0.0.1:80",
-        "localhost:80",
-        "127.0.0.1",
-        "localhost",
-    }
