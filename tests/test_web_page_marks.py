@@ -1,5 +1,5 @@
 """What tells a web page's request apart, and what the embedded AWS stand-in admits: the pure
-checks behind test_web_pages.py, case by case."""
+checks behind test_web_pages.py, case by case (and the Hosts a loopback `serve` answers)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from policy_gateway.auth.web_pages import made_by_a_web_page
+from policy_gateway.auth.web_pages import loopback_hosts, made_by_a_web_page
 from policy_gateway.cli.aws_standin import SignedLocalOnly
 
 pytestmark = pytest.mark.unit
@@ -93,3 +93,29 @@ def test_a_signed_request_a_page_made_is_refused() -> None:
     refusal = _refusal(host, _signed(host), HTTP_ORIGIN="https://evil.example")
     assert refusal is not None
     assert "web page" in refusal
+
+
+@pytest.mark.parametrize(
+    ("listen", "hosts"),
+    [
+        ("127.0.0.1", {"127.0.0.1:8080", "localhost:8080"}),
+        ("127.0.0.2", {"127.0.0.2:8080", "localhost:8080"}),
+        ("::1", {"[::1]:8080", "localhost:8080"}),
+        ("localhost", {"localhost:8080", "127.0.0.1:8080", "[::1]:8080"}),
+        ("0.0.0.0", set()),
+        ("::", set()),
+        ("10.0.0.5", set()),
+        ("gateway.internal", set()),
+    ],
+)
+def test_only_a_loopback_listen_address_restricts_the_host(listen: str, hosts: set[str]) -> None:
+    assert loopback_hosts(listen, 8080) == hosts
+
+
+def test_on_port_80_a_host_without_a_port_names_it_too() -> None:
+    assert loopback_hosts("127.0.0.1", 80) == {
+        "127.0.0.1:80",
+        "localhost:80",
+        "127.0.0.1",
+        "localhost",
+    }

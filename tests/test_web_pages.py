@@ -29,6 +29,7 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from policy_gateway import settings
+from policy_gateway.observability import tracing_settings
 
 from .support.cli import cli
 from .support.clock import eventually
@@ -36,6 +37,7 @@ from .support.fake_upstream import FakeUpstream
 from .support.gateway import GatewayFactory
 from .support.sdk import client, sdk
 from .support.servers import ROOT, free_port, gateway_process
+from .support.traces import XRayEndpoint
 
 STORED_KEY = "sk-ant-stored-by-init-secrets-0123456789"
 MODEL = "claude-sonnet-4-6"
@@ -266,3 +268,53 @@ def test_api_clients_and_a_typed_url_still_pass(
     typed = httpx2.get(f"{url}/healthz", headers={"sec-fetch-site": "none"})
     assert typed.status_code == 200
     eventually(lambda: len(upstream.requests) == 2)
+
+
+def _as_host(url: str, host: str, method: str, path: str) -> httpx2.Response:
+    headers = {"host": host, "x-api-key": "sk-ant-test-key", "anthropic-version": "2023-06-01"}
+    body = json.dumps(ASK) if method == "POST" else None
+    return httpx2.request(method, f"{url}{path}", headers=headers, content=body)
+
+
+HOST_PROBES = [("GET", "/v1/models"), ("POST", "/v1/messages"), ("GET", "/healthz")]
+
+
+def test_the_local_gateway_answers_no_dns_rebound_host(
+    upstream: FakeUpstream, upstream_url: str
+) -> None:
+    """After a DNS rebinding a page's GET is same-origin: a browser without Fetch Metadata
+    marks it with neither header, but its Host is the page's own name."""
+    env = {settings.ENV_UPSTREAM_BASE_URL: upstream_url, settings.ENV_UPSTREAM_MAX_RETRIES: "0"}
+    with gateway_process(env) as (url, _):
+        port = int(url.rsplit(":", 1)[1])
+        for host in (f"evil.example:{port}", f"127.0.0.1.nip.io:{port}", f"localhost:{port + 1}"):
+            for method, path in HOST_PROBES:
+                response = _as_host(url, host, method, path)
+                _page_refusal(response)
+                assert "Host" in response.json()["error"]["message"]
+        assert upstream.requests == []
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"LOCALHOST:{port}"):
+            for method, path in HOST_PROBES:
+                assert _as_host(url, host, method, path).status_code != 403
+        assert sdk(url).messages.create(**ASK).content
+        assert sdk(f"http://localhost:{port}").messages.create(**ASK).content
+        eventually(lambda: len(upstream.requests) == 3 * 2 + 2)
+
+
+def test_in_lambda_the_function_url_s_host_passes(
+    upstream: FakeUpstream, upstream_url: str, xray: XRayEndpoint, tmp_path: Path
+) -> None:
+    """run.sh serves on 127.0.0.1 in Lambda too, where the adapter forwards each call with
+    the Function URL's Host, and polls the readiness path with Host 127.0.0.1:PORT."""
+    env = {
+        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+        settings.ENV_UPSTREAM_MAX_RETRIES: "0",
+        settings.ENV_LAMBDA_TASK_ROOT: str(tmp_path),
+        tracing_settings.ENV_XRAY_DAEMON_ADDRESS: xray.address,
+    }
+    with gateway_process(env) as (url, _):
+        port = url.rsplit(":", 1)[1]
+        for host in ("abcdefghij.lambda-url.us-east-1.on.aws", f"127.0.0.1:{port}"):
+            for method, path in HOST_PROBES:
+                assert _as_host(url, host, method, path).status_code != 403
+        eventually(lambda: len(upstream.requests) == 2 * 2)

@@ -260,7 +260,7 @@ def create_app(config: Settings | None = None, clock: Callable[[], float] = time
                 for route in surface.ROUTES
             ),
         ],
-        middleware=[Middleware(RefuseWebPages)],
+        middleware=[Middleware(RefuseWebPages, hosts=config.local_hosts)],
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )

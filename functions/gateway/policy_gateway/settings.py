@@ -126,6 +126,9 @@ class Settings:
     """Read x-amzn-lambda-context / x-amzn-request-context. Only in Lambda is the
     adapter the one who sets them; elsewhere a client could pick the call id and
     the deadline."""
+    local_hosts: frozenset[str] = frozenset()
+    """The only `Host`s answered (empty: any): those naming the loopback address `serve`
+    listens on outside Lambda, against a page's DNS rebinding (auth/web_pages.py)."""
     server_log_level: str = "warning"
     """uvicorn's own log level under `serve` (its access log stays off)."""
     fallback_budget: int = DEFAULT_FALLBACK_BUDGET

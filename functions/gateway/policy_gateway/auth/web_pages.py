@@ -12,9 +12,18 @@ browsers, and a browser can use the gateway nowhere, since it grants no CORS.
 Refused in Lambda too (docs/security.md, "Web pages"): a Function URL is just
 as reachable from a page, which gateway runs are local cannot be told (`serve`
 also runs in containers), and the rule costs a supported client nothing.
+
+A page can also reach a local gateway without either mark: after a DNS
+rebinding its own name resolves to loopback, and a browser without Fetch
+Metadata sends neither header on its same-origin GET. Its `Host` is still the
+page's name, so `serve` on loopback outside Lambda answers only a `Host`
+naming the address it listens on (`loopback_hosts`). In Lambda the adapter
+forwards calls with the Function URL's Host, so there the check is off.
 """
 
 from __future__ import annotations
+
+import ipaddress
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -25,9 +34,34 @@ REFUSAL = (
     "Requests from web pages are refused: the gateway serves API clients (the SDKs, "
     "Claude Code, curl), and a browser request carries Origin or Sec-Fetch-Site."
 )
+FOREIGN_HOST = (
+    "The local gateway answers only requests whose Host names the loopback address it "
+    "listens on (a web page's DNS rebinding names its own)."
+)
+LOCALHOST = "localhost"
 _USER_TYPED = "none"
 _ORIGIN = b"origin"
 _FETCH_SITE = b"sec-fetch-site"
+_HOST = b"host"
+_HTTP_DEFAULT_PORT = 80
+
+
+def loopback_hosts(host: str, port: int) -> frozenset[str]:
+    """The `Host` values that name a server listening on host:port, when host is a
+    loopback address or localhost; empty (no check) otherwise."""
+    if host.lower() == LOCALHOST:
+        names = {LOCALHOST, "127.0.0.1", "[::1]"}
+    else:
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return frozenset()
+        if not address.is_loopback:
+            return frozenset()
+        names = {LOCALHOST, f"[{address}]" if address.version == 6 else str(address)}
+    # A client omits the port it connects to when it is HTTP's default.
+    suffixes = {f":{port}", ""} if port == _HTTP_DEFAULT_PORT else {f":{port}"}
+    return frozenset(name + suffix for name in names for suffix in suffixes)
 
 
 def made_by_a_web_page(origin: str | None, fetch_site: str | None) -> bool:
@@ -39,20 +73,29 @@ def made_by_a_web_page(origin: str | None, fetch_site: str | None) -> bool:
 
 
 class RefuseWebPages:
-    """ASGI middleware: a page's request gets `403 permission_error` before any route."""
+    """ASGI middleware: a page's request gets `403 permission_error` before any route;
+    with `hosts` (Settings.local_hosts), so does one whose Host is none of them."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, hosts: frozenset[str] = frozenset()) -> None:
         self.app = app
+        self.hosts = hosts
+
+    def refusal(self, scope: Scope) -> str | None:
+        """Why the request is refused, or None to serve it."""
+        marks = {
+            name: value.decode("latin-1")
+            for name, value in scope["headers"]
+            if name in (_ORIGIN, _FETCH_SITE, _HOST)
+        }
+        if made_by_a_web_page(marks.get(_ORIGIN), marks.get(_FETCH_SITE)):
+            return REFUSAL
+        if self.hosts and marks.get(_HOST, "").lower() not in self.hosts:
+            return FOREIGN_HOST
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            marks = {
-                name: value.decode("latin-1")
-                for name, value in scope["headers"]
-                if name in (_ORIGIN, _FETCH_SITE)
-            }
-            if made_by_a_web_page(marks.get(_ORIGIN), marks.get(_FETCH_SITE)):
-                refusal = JSONResponse(error_body(403, REFUSAL), status_code=403)
-                await refusal(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+        refused = self.refusal(scope) if scope["type"] == "http" else None
+        if refused is None:
+            await self.app(scope, receive, send)
+            return
+        await JSONResponse(error_body(403, refused), status_code=403)(scope, receive, send)

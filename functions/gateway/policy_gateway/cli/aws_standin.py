@@ -31,14 +31,13 @@ import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..auth.web_pages import made_by_a_web_page
+from ..auth.web_pages import loopback_hosts, made_by_a_web_page
 from .listen import LOOPBACK, claim
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 SSM_PORT_OPTION = "--embedded-ssm-port, or make run SSM_PORT=..."
-LOCAL_HOSTNAMES = (LOOPBACK, "localhost")
 _SIGV4 = re.compile(
     r"AWS4-HMAC-SHA256 Credential=[^/\s,]+(?:/[^/\s,]+){3}/aws4_request,\s*"
     r"SignedHeaders=[a-z0-9-]+(?:;[a-z0-9-]+)*,\s*Signature=[0-9a-f]{64}"
@@ -77,7 +76,7 @@ class SignedLocalOnly:
     def __init__(self, app: WSGIApplication, port: int) -> None:
         self._app = app
         self._port = port
-        self._hosts = frozenset(f"{name}:{port}" for name in LOCAL_HOSTNAMES)
+        self._hosts = loopback_hosts(LOOPBACK, port)
 
     def refusal(self, environ: WSGIEnvironment) -> str | None:
         """Why the request is refused, or None to serve it."""

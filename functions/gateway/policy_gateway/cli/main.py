@@ -28,6 +28,7 @@ exists (`init` alone creates), and a failure is one line with the next step.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from .. import settings
@@ -55,6 +56,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..app import create_app
+    from ..auth.web_pages import loopback_hosts
     from ..observability import tracing_settings
     from .listen import claim
     from .policy_file import inline_chain_problem
@@ -83,6 +85,10 @@ def serve(args: argparse.Namespace) -> int:
         start_simulated_upstream(settings.Settings.from_env()) if args.simulate_upstream else None
     )
     config = settings.Settings.from_env()
+    if not config.trust_lambda_context:
+        # In Lambda the adapter forwards calls with the Function URL's Host.
+        port = listener.getsockname()[1]
+        config = replace(config, local_hosts=loopback_hosts(args.host, port))
     if embedded is not None:
         say(f"operator commands against the stand-ins, in another shell: {operator_env(embedded)}")
     say(f"policy gateway on http://{args.host}:{args.port} -> {upstream_banner(config, simulated)}")
