@@ -109,10 +109,13 @@ def agent_request(files: list[str], size: int) -> tuple[dict[str, Any], list[int
 
 
 def hook_seconds(policy: RedactSecrets, request: dict[str, Any]) -> float:
-    """CPU of the hook's work: every text slot rewritten."""
+    """CPU of the hook's work: every text slot rewritten, in one batch as on_request does."""
     started = time.process_time()
-    for container, key in list(text_slots(request, tool_inputs=True)):
-        container[key], _ = policy.rewrite_counted(container[key])
+    slots = list(text_slots(request, tool_inputs=True))
+    olds = [container[key] for container, key in slots]
+    for (container, key), old, (new, _) in zip(slots, olds, policy.rewrite_all(olds), strict=True):
+        if new != old:
+            container[key] = new
     return time.process_time() - started
 
 

@@ -289,3 +289,25 @@ def test_texts_alike_in_utf16_keep_their_own_entries(memo_on: Any) -> None:
     remembered = [policy.rewrite(text) for text in texts]
     configure(0)
     assert remembered == [RedactSecrets().rewrite(text) for text in texts]
+
+
+@pytest.mark.unit
+def test_one_batch_scans_each_new_text_once_and_keeps_its_order(memo_on: Any) -> None:
+    """The batch loop the hook runs: a text met twice in one batch (long, or short and
+    clean) is scanned once, and each text gets its own entry back, in order."""
+    policy = RedactSecrets()
+    long_text = f"{'z' * 80} {KEY}"
+    texts = [long_text, "short", long_text, "short", f"key {KEY}"]
+    scanned: list[str] = []
+
+    def scan(text: str) -> Any:
+        scanned.append(text)
+        return policy.scanned(text)
+
+    entries = MEMO.remember_all(policy.partition, "alice", texts, scan)
+    assert scanned == [long_text, "short", f"key {KEY}"]
+    assert entries == [policy.scanned(text) for text in texts]
+    assert MEMO.remember_all(policy.partition, "alice", texts, scan) == entries
+    assert len(scanned) == 3
+    configure(0)
+    assert policy.rewrite_all(texts) == [RedactSecrets().rewrite_counted(t) for t in texts]

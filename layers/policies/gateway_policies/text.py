@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
@@ -165,15 +166,26 @@ def rewrite_text(slots: Iterator[tuple[Any, Any]], rewrite: Callable[[str], str]
             container[key] = new
 
 
+Rewritten = list[tuple[str, Mapping[str, int]]]
+"""Each text's new value and how many changes of each kind made it."""
+
+
+def _each(
+    rewrite: Callable[[str], tuple[str, Mapping[str, int]]], texts: Sequence[str]
+) -> Rewritten:
+    return [rewrite(text) for text in texts]
+
+
 async def _rewrite_counting(
     slots: Iterator[tuple[Any, Any]],
-    rewrite: Callable[[str], tuple[str, Mapping[str, int]]],
+    rewrite_all: Callable[[Sequence[str]], Rewritten],
     tally: Counter[str],
 ) -> None:
     async for batch in in_turns(slots):
-        for container, key in batch:
-            old = container[key]
-            new, counts = rewrite(old)
+        olds = [container[key] for container, key in batch]
+        for (container, key), old, (new, counts) in zip(
+            batch, olds, rewrite_all(olds), strict=True
+        ):
             for kind, count in counts.items():
                 tally[kind] += count
             if new != old:
@@ -227,6 +239,10 @@ class TextRewriter(Policy[OptionsT]):
         """The `rewrite_counted` of one call (a policy that keeps state per caller picks it)."""
         return self.rewrite_counted
 
+    def batch_rewriter(self, ctx: PolicyContext) -> Callable[[Sequence[str]], Rewritten]:
+        """`rewriter(ctx)` of many texts at once (a policy that can do better overrides it)."""
+        return partial(_each, self.rewriter(ctx))
+
     def implements(self, hook: str) -> bool:
         if hook == "on_request":
             return self.rewrites_requests
@@ -245,12 +261,12 @@ class TextRewriter(Policy[OptionsT]):
     async def on_request(self, request: JSONObject, ctx: PolicyContext) -> None:
         tally: Counter[str] = Counter()
         slots = text_slots(request, tool_inputs=self.reaches_tool_inputs)
-        await _rewrite_counting(slots, self.rewriter(ctx), tally)
+        await _rewrite_counting(slots, self.batch_rewriter(ctx), tally)
         self._record(ctx, "request", tally)
 
     async def on_response(self, response: JSONObject, ctx: PolicyContext) -> None:
         tally: Counter[str] = Counter()
-        await _rewrite_counting(response_text_slots(response), self.rewriter(ctx), tally)
+        await _rewrite_counting(response_text_slots(response), self.batch_rewriter(ctx), tally)
         self._record(ctx, "response", tally)
 
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:

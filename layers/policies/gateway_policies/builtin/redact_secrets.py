@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from types import MappingProxyType
 
@@ -48,7 +48,7 @@ from ..base import PolicyContext
 from ..detect import Detector, catalogue, detector
 from ..detect.memo import MEMO, Entry, Found
 from ..options import PolicyOptions
-from ..text import TextRewriter
+from ..text import Rewritten, TextRewriter
 
 _NOTHING: Mapping[str, int] = MappingProxyType({})
 
@@ -117,12 +117,23 @@ class RedactSecrets(TextRewriter[RedactSecretsOptions]):
     def rewrite_counted(
         self, text: str, caller: str | None = None
     ) -> tuple[str, Mapping[str, int]]:
+        return self.rewrite_all((text,), caller)[0]
+
+    def rewrite_all(self, texts: Sequence[str], caller: str | None = None) -> Rewritten:
+        """Each text redacted; one memo loop over them all, and a text with nothing
+        found is handed back as it is, never rebuilt."""
         if MEMO.max_bytes:
-            found, counts = MEMO.remember(self.partition, caller, text, self.scanned)
+            entries = MEMO.remember_all(self.partition, caller, texts, self.scanned)
         else:
-            found, counts = self.scanned(text)
-        return (redacted(text, found) if found else text), counts
+            entries = [self.scanned(text) for text in texts]
+        return [
+            ((redacted(text, found) if found else text), counts)
+            for text, (found, counts) in zip(texts, entries, strict=True)
+        ]
 
     def rewriter(self, ctx: PolicyContext) -> Callable[[str], tuple[str, Mapping[str, int]]]:
         # The memo's partitions keep callers apart (detect/memo.py).
         return partial(self.rewrite_counted, caller=ctx.caller)
+
+    def batch_rewriter(self, ctx: PolicyContext) -> Callable[[Sequence[str]], Rewritten]:
+        return partial(self.rewrite_all, caller=ctx.caller)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 
 from xxhash import xxh3_128_digest
@@ -84,26 +84,40 @@ class Memo:
         self, partition: str, caller: str | None, text: str, scan: Callable[[str], Entry]
     ) -> Entry:
         """`scan(text)`, or what it gave for the same text, partition and caller."""
-        short = len(text) <= SHORT
-        if short:
-            entry = self._get((partition, caller, text))
-            if entry is not None:
-                return entry
-        digested = (partition, caller, digest(text))
-        entry = self._get(digested)
-        if entry is None:
-            entry = scan(text)
-            self._put((partition, caller, text) if short and not entry[0] else digested, entry)
-        return entry
+        return self.remember_all(partition, caller, (text,), scan)[0]
 
-    def _get(self, key: Key) -> Entry | None:
+    def remember_all(
+        self,
+        partition: str,
+        caller: str | None,
+        texts: Iterable[str],
+        scan: Callable[[str], Entry],
+    ) -> list[Entry]:
+        """`remember` of each text, in one loop: a session's every turn looks up every
+        text it resends, so a call per text would cost as much as the lookups."""
         # Without the lock: each call on the table is one step under the interpreter's
-        # lock, and an entry evicted between the two is simply not refreshed.
-        entry = self._entries.get(key)
-        if entry is not None:
-            with suppress(KeyError):
-                self._entries.move_to_end(key)
-        return entry
+        # lock, and an entry evicted between a lookup and its refresh is simply not refreshed.
+        entries = self._entries
+        found: list[Entry] = []
+        for text in texts:
+            short = len(text) <= SHORT
+            key: Key = (partition, caller, text)
+            entry = entries.get(key) if short else None
+            if entry is None:
+                key = (partition, caller, digest(text))
+                entry = entries.get(key)
+                if entry is None:
+                    entry = scan(text)
+                    self._put((partition, caller, text) if short and not entry[0] else key, entry)
+                    found.append(entry)
+                    continue
+            # Not `suppress`: a context manager per hit would cost as much as the lookup.
+            try:  # noqa: SIM105
+                entries.move_to_end(key)
+            except KeyError:
+                pass
+            found.append(entry)
+        return found
 
     def _put(self, key: Key, entry: Entry) -> None:
         cost = size(key, entry)
