@@ -29,6 +29,12 @@ BLOCK_CHAIN = json.dumps(
 )
 
 
+def sdk_body(request: dict[str, Any]) -> bytes:
+    """`request` as the official SDKs put it on the wire: no spaces, characters as UTF-8
+    (the Python SDK's encoder; the TypeScript SDK's JSON.stringify writes the same)."""
+    return json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def request_body(size: int, text: str = f"Say hello. {TARGET}", stream: bool = False) -> bytes:
     """A Messages request of about `size` bytes: a conversation of alternating turns."""
     request: dict[str, Any] = {

@@ -244,8 +244,11 @@ def test_stream_that_is_not_a_json_boolean_is_refused(
     [
         b'{"model": "m", "stream": true, "max_tokens": 5, "messages": [], "stream": false}',
         b'{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "role": "assistant"}]}',
+        # Written as the SDKs write (no spaces): the shape orjson reads (routes/body.py).
+        b'{"model":"m","stream":true,"max_tokens":5,"messages":[],"stream":false}',
+        b'{"model":"m","max_tokens":5,"messages":[{"role":"user","role":"assistant"}]}',
     ],
-    ids=["top-level", "nested"],
+    ids=["top-level", "nested", "top-level-compact", "nested-compact"],
 )
 @pytest.mark.parametrize("chain", [None, REPLACE_CHAIN], ids=["no-policies", "rewriting"])
 def test_duplicate_keys_are_refused(
@@ -255,6 +258,20 @@ def test_duplicate_keys_are_refused(
     response = post(url, raw)
     assert "duplicate key" in assert_error(response, 400, "invalid_request_error")
     assert upstream.requests == []
+
+
+@pytest.mark.parametrize("chain", [None, REPLACE_CHAIN], ids=["no-policies", "rewriting"])
+def test_an_integer_beyond_64_bits_reaches_the_upstream_exact(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, chain: str | None
+) -> None:
+    url = make_gateway(policy_config=chain)
+    huge = 2**70 + 1
+    request = {**request_body(), "metadata": {"user_id": "u"}, "top_k": huge}
+    raw = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
+    assert post(url, raw).status_code == 200
+    sent = upstream.requests[0].json
+    assert type(sent["top_k"]) is int
+    assert sent["top_k"] == huge
 
 
 TOOL_CALL = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}}

@@ -95,6 +95,33 @@ def _number(text: str) -> float:
     return value if math.isfinite(value) else NonFinite(value)
 
 
+def _compact(body: bytes) -> bool:
+    """Whether the body is written without spaces, as the official SDKs write it: a guess
+    in a few microseconds that spares a body `_canonical` could never accept the try."""
+    first_key = body.find(b'":', 0, 512)
+    return body[:2] == b'{"' and first_key > 0 and body[first_key + 2 : first_key + 3] != b" "
+
+
+def _canonical(body: bytes) -> Any:
+    """The document, when `body` is exactly what orjson writes for it; else None.
+
+    orjson parses a megabyte in a third of the time of `json` (a fifth when the
+    text holds a character beyond Latin-1, which makes `json` widen the whole
+    body), but keeps the last of a duplicate key and reads an integer beyond 64
+    bits as a float. A body that is orjson's own serialization of what orjson
+    read has neither: no writer emits a key twice, and such an integer would
+    have come back written as a float. So equality is the whole check, and
+    anything else (spaces, `\\u` escapes of printable text, a lone surrogate,
+    nesting beyond orjson's 254 levels, a float written another way) takes the
+    strict `json` path.
+    """
+    try:
+        document = orjson.loads(body)
+        return document if orjson.dumps(document) == body else None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+
+
 def parse_object(body: bytes) -> dict[str, Any]:
     """The request as the policies see it, refused when an upstream could read it otherwise.
 
@@ -102,8 +129,19 @@ def parse_object(body: bytes) -> dict[str, Any]:
     parsers; `stream` other than a JSON boolean is false here but true to a lax
     upstream, whose events would then bypass the stream policies.
     """
+    parsed = _canonical(body) if _compact(body) else None
+    if parsed is None:
+        parsed = _strict(body)
+    if not isinstance(parsed, dict):
+        raise GatewayError(400, "Request body must be a JSON object.")
+    if "stream" in parsed and not isinstance(parsed["stream"], bool):
+        raise GatewayError(400, "stream: must be a boolean (true or false).")
+    return parsed
+
+
+def _strict(body: bytes) -> Any:
     try:
-        parsed = json.loads(
+        return json.loads(
             body, object_pairs_hook=_unique_keys, parse_float=_number, parse_constant=_number
         )
     except _DuplicateKey:
@@ -112,11 +150,6 @@ def parse_object(body: bytes) -> dict[str, Any]:
         raise GatewayError(400, f"Request body is not valid JSON: {exc}") from None
     except RecursionError:
         raise GatewayError(400, "Request body is nested too deeply.") from None
-    if not isinstance(parsed, dict):
-        raise GatewayError(400, "Request body must be a JSON object.")
-    if "stream" in parsed and not isinstance(parsed["stream"], bool):
-        raise GatewayError(400, "stream: must be a boolean (true or false).")
-    return parsed
 
 
 def dump_json(document: dict[str, Any]) -> bytes:
