@@ -70,6 +70,7 @@ class Detector:
 
 _lock = threading.Lock()
 _detectors: dict[tuple[str, ...], Detector] = {}
+_asked: dict[tuple[str, ...] | None, Detector] = {}
 
 
 def catalogue() -> tuple[Rule, ...]:
@@ -84,7 +85,13 @@ def catalogue_version() -> str:
 
 def detector(kinds: Iterable[str] | None = None) -> Detector:
     """The process's Hyperscan detector for `kinds` (default-on rules when None), compiled once."""
-    ruleset = RuleSet.of(RULES, kinds)
+    asked = None if kinds is None else tuple(kinds)
+    # Found by the kinds as asked first: building the rule set costs 16 us, and flow_guard
+    # asks for the default detector once per string value of a request.
+    found = _asked.get(asked)
+    if found is not None:
+        return found
+    ruleset = RuleSet.of(RULES, asked)
     key = tuple(rule.kind for rule in ruleset.rules)
     with _lock:
         found = _detectors.get(key)
@@ -92,6 +99,7 @@ def detector(kinds: Iterable[str] | None = None) -> Detector:
             from .engine import HyperscanEngine
 
             found = _detectors[key] = Detector(HyperscanEngine(ruleset))
+        _asked[asked] = found
         return found
 
 
