@@ -8,6 +8,8 @@ import zlib
 import pytest
 from gateway_policies.detect import validators as v
 
+from .support.secret_samples import atlassian_crc, gitlab_routable
+
 pytestmark = pytest.mark.unit
 
 
@@ -94,10 +96,34 @@ def test_plausible_value_drops_references_names_and_placeholders(value: str) -> 
 
 
 def test_plausible_token_drops_placeholders() -> None:
-    assert v.plausible_token("xoxb-123456789012-abcXYZ987")
+    assert v.plausible_token("xoxb-418273645091-abcXYZ987")
     assert not v.plausible_token("xoxb-xxxxxxxxxxxx")
     assert not v.plausible_token("sk_live_EXAMPLEKEY")
     assert not v.plausible_token("AKIA000000000000")
+
+
+def test_plausible_token_drops_documentation_sequences() -> None:
+    # detect-secrets' sequential-string filter; Microsoft's Azure DevOps example counts up.
+    assert v.plausible_token("xoxb-1234567-abcdefg")
+    assert not v.plausible_token("xoxb-123456789012-abcXYZ987")
+    assert not v.plausible_token("abcdefghijklmnopqrstuvwxyz012345679ABCDEFGH")
+    assert not v.plausible_value("Zq0123456789")
+
+
+def test_gitlab_routable_tokens_carry_their_length_and_crc() -> None:
+    token = gitlab_routable("glpat-" + "k3Zq9TfW2mXa7LpB")
+    assert v.gitlab_token(token)
+    assert not v.gitlab_token(token[:-1] + ("0" if token[-1] != "0" else "1"))
+    shorter = gitlab_routable("glpat-" + "k3Zq9TfW2mXa7Lp")
+    assert not v.gitlab_token(shorter), "15 random bytes, not 16"
+    assert v.gitlab_token("glpat-" + "Zr8kP2qLm9xT4wQ7nB3c")
+
+
+def test_atlassian_tokens_end_with_their_crc() -> None:
+    token = atlassian_crc("ATATT3xFfGF0" + "Zr8kP2qLm9xT4wQ7nB3c" * 8 + "Zr8kP2qLm9x=")
+    assert len(token) == 192
+    assert v.atlassian_token(token)
+    assert not v.atlassian_token(token[:-1] + ("A" if token[-1] != "A" else "B"))
 
 
 def test_basic_credentials_decode_to_user_and_password() -> None:

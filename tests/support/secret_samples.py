@@ -65,6 +65,32 @@ def crc_suffixed(token: str) -> str:
     return f"{prefix}_{body}{_base62(zlib.crc32(body.encode()))}"
 
 
+def _base36(number: int, width: int) -> str:
+    digits = ""
+    while number:
+        number, digit = divmod(number, 36)
+        digits = (string.digits + string.ascii_lowercase)[digit] + digits
+    return digits.rjust(width, "0")
+
+
+def gitlab_routable(token: str) -> str:
+    """GitLab's routable token (lib/authn/token_field/generator/routable_token.rb): the drawn
+    16 random characters stand for the random bytes; a routing payload (cell, organization,
+    user ids in base 36) and its length byte follow; base64url without padding, `.01.`, the
+    base64's length in two base-36 digits, then the CRC32 of all that in seven."""
+    prefix, _, random_part = token.partition("-")
+    routing = "c:1\no:2s\nu:3f9a"
+    raw = random_part.encode() + routing.encode() + bytes([len(routing)])
+    encoded = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    head = f"{prefix}-{encoded}.01.{_base36(len(encoded), 2)}"
+    return head + _base36(zlib.crc32(head.encode()), 7)
+
+
+def atlassian_crc(token: str) -> str:
+    """An Atlassian API token's last eight characters: the CRC32 of the rest, upper-case hex."""
+    return f"{token}{zlib.crc32(token.encode()):08X}"
+
+
 @dataclass(frozen=True)
 class Family:
     """A token family: its parts in order; `label` names it in config (upper-cased for .env)."""
@@ -121,9 +147,13 @@ FAMILIES: tuple[Family, ...] = (
     Family("wandb_api_key", (R(HEX, 40),), "wandb_api_key", labelled=True),
     # vcs
     Family("gitlab_personal_access_token", ("glpat-", R(B64URL, 20))),
+    Family("gitlab_personal_access_token", ("glpat-", R(A62, 16)), finish=gitlab_routable),
     Family("gitlab_deploy_token", ("gldt-", R(B64URL, 20))),
+    Family("gitlab_deploy_token", ("gldt-", R(A62, 16)), finish=gitlab_routable),
     Family("gitlab_pipeline_trigger_token", ("glptt-", R(HEX, 40))),
     Family("gitlab_runner_token", ("glrt-", R(B64URL, 20))),
+    Family("gitlab_runner_token", ("glrt-", R(A62, 16)), finish=gitlab_routable),
+    Family("gitlab_runner_token", ("glrtr-", R(B64URL, 20))),
     Family("gitlab_runner_registration_token", ("GR1348941", R(B64URL, 20))),
     Family("gitlab_oauth_app_secret", ("gloas-", R(HEX, 64))),
     Family("gitlab_ci_job_token", ("glcbt-", R(B64URL, 20, 40))),
@@ -132,14 +162,18 @@ FAMILIES: tuple[Family, ...] = (
     Family("gitlab_scim_token", ("glsoat-", R(B64URL, 20))),
     Family("gitlab_feature_flags_token", ("glffct-", R(B64URL, 20))),
     Family("gitlab_agent_token", ("glagent-", R(B64URL, 50))),
-    Family("atlassian_api_token", ("ATATT3", R(B64URL + "=", 186))),
+    Family("gitlab_workspace_token", ("glwt-", R(B64URL, 20))),
+    Family("atlassian_api_token", ("ATATT3xFfGF0", R(B64URL, 171), "="), finish=atlassian_crc),
     Family("bitbucket_app_password", ("ATBB", R(A62, 32))),
     # cloud
     Family("google_api_key", ("AIza", R(B64URL, 35))),
     Family("google_oauth_client_secret", ("GOCSPX-", R(B64URL, 28))),
     Family("google_oauth_access_token", ("ya29.", R(B64URL, 30, 400))),
     Family("azure_ad_client_secret", (R(A62, 3), R(DIGITS, 1), "Q~", R(A62 + "_~.-", 31, 34))),
-    Family("azure_devops_pat", (R(A62, 52), "JQQJ99", R(A62, 18), "AZDO", R(A62, 4))),
+    Family(
+        "azure_devops_pat",
+        (R(A62, 52), "JQQJ99", R(A62, 1), R("ABCDEFGHIJKL", 1), R(A62, 12), "AAAAAZDO", R(A62, 4)),
+    ),
     Family("digitalocean_personal_access_token", ("dop_v1_", R(HEX, 64))),
     Family("digitalocean_oauth_token", ("doo_v1_", R(HEX, 64))),
     Family("digitalocean_refresh_token", ("dor_v1_", R(HEX, 64))),
@@ -150,6 +184,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("cloudflare_api_token", (R(B64URL, 40),), "cloudflare_api_token", labelled=True),
     Family("flyio_access_token", ("fo1_", R(B64URL, 43))),
     Family("netlify_access_token", ("nfp_", R(A62, 36))),
+    Family("netlify_access_token", ("nfc_", R(A62, 36))),
     Family("openshift_user_token", ("sha256~", R(B64URL, 43))),
     Family("vault_token", ("hvs.", R(B64URL, 90, 100))),
     Family("vault_batch_token", ("hvb.", R(B64URL, 138, 200))),
@@ -181,6 +216,21 @@ FAMILIES: tuple[Family, ...] = (
             R(UPPER, 10),
             "/B",
             R(UPPER, 10),
+            "/",
+            R(A62, 24),
+        ),
+        url=True,
+    ),
+    Family(
+        "slack_webhook_url",
+        (
+            "https://hooks.slack.com/workflows/",
+            "T",
+            R(UPPER, 10),
+            "/A",
+            R(UPPER, 10),
+            "/",
+            R(DIGITS, 18),
             "/",
             R(A62, 24),
         ),
@@ -235,7 +285,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("duffel_api_token", ("duffel_live_", R(B64URL, 43))),
     # devtools
     Family("npm_access_token", ("npm_", R(A62, 30)), finish=crc_suffixed),
-    Family("pypi_api_token", ("pypi-AgEIcHlwaS5vcmc", R(B64URL, 70, 200))),
+    Family("pypi_api_token", ("pypi-AgEIcHlwaS5vcmc", R(B64URL, 70, 400))),
     Family("pypi_test_api_token", ("pypi-AgENdGVzdC5weXBpLm9yZw", R(B64URL, 70, 200))),
     Family("rubygems_api_key", ("rubygems_", R(HEX, 48))),
     Family("clojars_api_token", ("CLOJARS_", R(LOWER, 60))),
@@ -592,8 +642,14 @@ def family_near_misses(family: Family, rng: random.Random) -> Iterator[str]:
     example = "".join(
         p if isinstance(p, str) else ("EXAMPLE" * p.low)[: p.low] for p in family.parts
     )
+    # detect-secrets' sequential-string filter: documentation examples count up their alphabet.
+    sequential = "".join(
+        p if isinstance(p, str) else ("".join(sorted(p.alphabet)) * p.low)[: p.low]
+        for p in family.parts
+    )
     yield from _labelled(family.env_name, placeholder)
     yield from _labelled(family.env_name, example)
+    yield from _labelled(family.env_name, sequential)
     if family.finish:
         good = family.draw(rng)
         wrong = good[:-1] + ("A" if good[-1] != "A" else "B")

@@ -64,20 +64,24 @@ RULES: tuple[Rule, ...] = (
         ("q~",),
         alphabet="A-Za-z0-9_~.-",
     ),
-    # Azure DevOps' 84-character tokens: 52 random, the "JQQJ99" signature, 18 more, "AZDO", a
-    # 4-character checksum.
+    # Azure DevOps' 84-character PATs (learn.microsoft.com/purview/sit-defn-azure-devops-
+    # personal-access-token: base62, "AZDO" at 76-80), laid out as Microsoft's common annotated
+    # security key (github.com/microsoft/security-utilities, SEC101/201): 52 random, "JQQJ99",
+    # one character, a year letter A-L, 12 of platform data, "AAAA", "AZDO", a 4-character
+    # checksum (Marvin32, not checked here).
     token(
         "azure_devops_pat",
-        r"[A-Za-z0-9]{52}JQQJ99[A-Za-z0-9]{18}AZDO[A-Za-z0-9]{4}",
+        r"[A-Za-z0-9]{52}JQQJ99[A-Za-z0-9][A-L][A-Za-z0-9]{12}AAAAAZDO[A-Za-z0-9]{4}",
         84,
-        ("azdo",),
+        ("jqqj99",),
     ),
     token("digitalocean_personal_access_token", r"dop_v1_" + hex_run(64), 71, ("dop_v1_",)),
     token("digitalocean_oauth_token", r"doo_v1_" + hex_run(64), 71, ("doo_v1_",)),
     token("digitalocean_refresh_token", r"dor_v1_" + hex_run(64), 71, ("dor_v1_",)),
     token("alibaba_access_key_id", r"LTAI[A-Za-z0-9]{12,20}", 24, ("ltai",)),
     token("tencent_cloud_secret_id", r"AKID[A-Za-z0-9]{32}", 36, ("akid",)),
-    token("heroku_api_key", r"HRKU-AA[A-Za-z0-9_-]{58}", 65, ("hrku-",)),
+    # Not documented by Heroku; the format trufflehog's and gitleaks' detectors agree on.
+    token("heroku_api_key", r"HRKU-AA[A-Za-z0-9_-]{58}", 65, ("hrku-aa",)),
     token(
         "cloudflare_origin_ca_key", r"v1\.0-" + hex_run(24) + "-" + hex_run(146), 176, ("v1.0-",)
     ),
@@ -90,7 +94,14 @@ RULES: tuple[Rule, ...] = (
         ("cloudflare", "cf"),
     ),
     token("flyio_access_token", r"fo1_[A-Za-z0-9_-]{43}", 47, ("fo1_",)),
-    token("netlify_access_token", r"nfp_[A-Za-z0-9]{36}", 40, ("nfp_",)),
+    # answers.netlify.com/t/106146: `nf` and a letter for the token's kind (personal, CLI,
+    # OAuth, app, build), 40 characters in all; the alphabet is not stated (trufflehog: `_`).
+    token(
+        "netlify_access_token",
+        r"nf[pcoub]_[A-Za-z0-9_]{36}",
+        40,
+        ("nfp_", "nfc_", "nfo_", "nfu_", "nfb_"),
+    ),
     token("openshift_user_token", r"sha256~[A-Za-z0-9_-]{43}", 50, ("sha256~",)),
     token("vault_token", r"hvs\.[A-Za-z0-9_-]{90,120}", 124, ("hvs.",)),
     token("vault_batch_token", r"hvb\.[A-Za-z0-9_-]{138,300}", 304, ("hvb.",)),

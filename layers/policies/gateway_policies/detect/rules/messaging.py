@@ -55,12 +55,14 @@ RULES: tuple[Rule, ...] = (
         5 + 3 * 15 + 64,
         ("xoxc-",),
     ),
+    # An incoming webhook is `services/T…/B…/secret`; a Workflow Builder one
+    # `workflows/T…/A…/<trigger id>/secret` or `triggers/T…/<trigger id>/secret`.
     _url(
         "slack_webhook_url",
         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/",
-        33 + 64,
+        34 + 13 + 21 + 20 + 33,
         "hooks.slack.com/",
-        r"T[A-Z0-9]{8,12}/[A-Z0-9]{8,12}/[A-Za-z0-9]{24,32}",
+        r"T[A-Z0-9]{8,12}/[A-Z0-9]{8,20}/(?:[0-9]{8,19}/)?[A-Za-z0-9]{24,32}",
     ),
     _url(
         "microsoft_teams_webhook_url",
