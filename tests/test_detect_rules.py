@@ -20,6 +20,7 @@ from gateway_policies.detect.rules import RULES, core, generic, keys, pii
 
 from .support.rule_scan import scan
 from .support.secret_samples import Sample, false_positives, true_positives
+from .support.servers import ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -149,3 +150,8 @@ def test_no_near_miss_is_found() -> None:
     # family's shortened or wrong-checksum draws are not near misses for it.
     hits = [(text[:80], scan(text)) for text in false_positives(skip=CORE_KINDS)]
     assert [hit for hit in hits if hit[1]] == []
+
+
+def test_the_policies_doc_states_the_catalogue_s_size() -> None:
+    text = (ROOT / "docs" / "policies.md").read_text()
+    assert f"{len(RULES)} kinds: the seven above" in text

@@ -642,14 +642,8 @@ def family_near_misses(family: Family, rng: random.Random) -> Iterator[str]:
     example = "".join(
         p if isinstance(p, str) else ("EXAMPLE" * p.low)[: p.low] for p in family.parts
     )
-    # detect-secrets' sequential-string filter: documentation examples count up their alphabet.
-    sequential = "".join(
-        p if isinstance(p, str) else ("".join(sorted(p.alphabet)) * p.low)[: p.low]
-        for p in family.parts
-    )
     yield from _labelled(family.env_name, placeholder)
     yield from _labelled(family.env_name, example)
-    yield from _labelled(family.env_name, sequential)
     if family.finish:
         good = family.draw(rng)
         wrong = good[:-1] + ("A" if good[-1] != "A" else "B")
