@@ -43,7 +43,7 @@ SESSIONS = 3
 """(13) is the median of this many sessions (and scans of the last request alone)."""
 CRAFTED_BYTES = 6 * 1024 * 1024
 MEMO_BYTES = str(settings.DEFAULT_POLICY_MEMO_BYTES)
-PAIRS = 60
+PAIRS = 100
 WARMUP = 5
 ALL_KINDS = [rule.kind for rule in catalogue()]
 CHAIN = json.dumps({"policies": [{"policy": "redact_secrets", "options": {"kinds": ALL_KINDS}}]})
