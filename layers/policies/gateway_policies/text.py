@@ -201,30 +201,46 @@ def rewrite_text(slots: Iterator[tuple[Any, Any]], rewrite: Callable[[str], str]
             container[key] = new
 
 
-Rewritten = list[tuple[str, Mapping[str, int]]]
-"""Each text's new value and how many changes of each kind made it."""
+Rewritten = list[tuple[int, str, Mapping[str, int]]]
+"""Of a batch of texts, each one a rewrite changed or counted: its index in the batch,
+its new value and how many changes of each kind made it. The others are left out, so
+a batch that changed nothing costs no step per text after the rewrite."""
 
 
 def _each(
     rewrite: Callable[[str], tuple[str, Mapping[str, int]]], texts: Sequence[str]
 ) -> Rewritten:
-    return [rewrite(text) for text in texts]
+    rewritten: Rewritten = []
+    for index, text in enumerate(texts):
+        new, counts = rewrite(text)
+        if counts or new != text:
+            rewritten.append((index, new, counts))
+    return rewritten
+
+
+def rewrite_slots(
+    slots: Sequence[Slot],
+    rewrite_all: Callable[[Sequence[str]], Rewritten],
+    tally: Counter[str],
+) -> None:
+    """Rewrite a batch of slots in one `rewrite_all`, writing back only what changed and
+    adding its counts to `tally`: what a request hook does with each batch."""
+    olds = [container[key] for container, key in slots]
+    for index, new, counts in rewrite_all(olds):
+        for kind, count in counts.items():
+            tally[kind] += count
+        if new != olds[index]:
+            container, key = slots[index]
+            container[key] = new
 
 
 async def _rewrite_counting(
-    slots: Iterator[tuple[Any, Any]],
+    slots: Iterator[Slot],
     rewrite_all: Callable[[Sequence[str]], Rewritten],
     tally: Counter[str],
 ) -> None:
     async for batch in in_turns(slots):
-        olds = [container[key] for container, key in batch]
-        for (container, key), old, (new, counts) in zip(
-            batch, olds, rewrite_all(olds), strict=True
-        ):
-            for kind, count in counts.items():
-                tally[kind] += count
-            if new != old:
-                container[key] = new
+        rewrite_slots(batch, rewrite_all, tally)
 
 
 class _StreamTally:
