@@ -4,6 +4,7 @@ recently used partition first, under threads too."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 
@@ -146,10 +147,15 @@ def test_threads_sharing_a_small_memo_keep_its_bytes_exact() -> None:
             errors.append(error)
 
     threads = [threading.Thread(target=work, args=(f"c{n}",)) for n in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between almost any two steps
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
     assert not errors
     held = sum(size(k, e) for table in memo._tables.values() for k, e in table.items())
     assert memo.bytes == held + TABLE_BYTES * len(memo._tables)

@@ -87,8 +87,8 @@ def _collect_content(holder: Any, key: Any, tool_inputs: bool, slots: list[Slot]
 
 def _collect_blocks(blocks: list[Any], tool_inputs: bool, slots: list[Slot]) -> None:
     """The slots of a list of content blocks. A session's every turn walks its whole
-    history, so the common blocks (a tool result, a text, a tool call whose input is
-    flat strings) cost no call of their own; the rarest kinds are tested last."""
+    history, so the common blocks (a tool result, a tool call whose input is flat
+    strings, a text) cost no call of their own; the rarest kinds are tested last."""
     append = slots.append
     for block in blocks:
         if not isinstance(block, dict):
@@ -100,30 +100,25 @@ def _collect_blocks(blocks: list[Any], tool_inputs: bool, slots: list[Slot]) -> 
                 append((block, "content"))
             elif isinstance(inner, list):
                 _collect_blocks(inner, tool_inputs, slots)
+        elif kind in _TOOL_CALLS:
+            if not tool_inputs or "input" not in block:
+                continue
+            value = block["input"]
+            if isinstance(value, dict):
+                mark = len(slots)
+                for name, item in value.items():
+                    if not isinstance(item, str):
+                        del slots[mark:]
+                        _collect_strings(block, "input", slots)
+                        break
+                    append((value, name))
+            else:
+                _collect_strings(block, "input", slots)
         elif kind == "text":
             if isinstance(block.get("text"), str):
                 append((block, "text"))
-        elif kind in _TOOL_CALLS:
-            if tool_inputs and "input" in block:
-                _collect_input(block, slots)
         elif kind == "document":
             _collect_document(block, slots)
-
-
-def _collect_input(block: dict[str, Any], slots: list[Slot]) -> None:
-    """The strings of a tool call's input: flat strings (the usual input) in one loop."""
-    value = block["input"]
-    if isinstance(value, dict):
-        mark = len(slots)
-        append = slots.append
-        for name, item in value.items():
-            if not isinstance(item, str):
-                del slots[mark:]
-                break
-            append((value, name))
-        else:
-            return
-    _collect_strings(block, "input", slots)
 
 
 def _collect_strings(holder: Any, key: Any, slots: list[Slot]) -> None:

@@ -35,7 +35,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import suppress
 
 from xxhash import xxh3_128_digest
 
@@ -120,15 +119,9 @@ class Memo:
         """`remember` of each text, in one loop: a session's every turn looks up every
         text it resends, so each look-up is a digest and one read of a plain table."""
         where = (partition, caller)
-        # Without the lock: each call on a table is one step under the interpreter's
-        # lock; a table evicted meanwhile is read once more, and written no more.
-        table = self._tables.get(where)
-        if table is None:
-            table = self._table(where)
-        else:
-            with suppress(KeyError):
-                self._tables.move_to_end(where)
-        get = table.get
+        # The table is read without the lock: each `get` is one step under the
+        # interpreter's lock. Evicted meanwhile, it is read on, and written no more.
+        get = self._table(where).get
         found: list[Entry] = []
         append = found.append
         for text in texts:
@@ -147,12 +140,15 @@ class Memo:
         return found
 
     def _table(self, where: Partition) -> OrderedDict[Key, Entry]:
+        """The partition's table, now its most recently used (made if it is new)."""
         with self._lock:
             table = self._tables.get(where)
-            if table is None:
-                table = self._tables[where] = OrderedDict()
-                self.bytes += TABLE_BYTES
-                self._evict()
+            if table is not None:
+                self._tables.move_to_end(where)
+                return table
+            table = self._tables[where] = OrderedDict()
+            self.bytes += TABLE_BYTES
+            self._evict()
             return table
 
     def _put(self, where: Partition, key: Key, entry: Entry) -> None:
@@ -177,7 +173,8 @@ class Memo:
                 self.bytes -= TABLE_BYTES
 
     def __len__(self) -> int:
-        return sum(len(table) for table in list(self._tables.values()))
+        with self._lock:
+            return sum(len(table) for table in self._tables.values())
 
 
 MEMO = Memo()
