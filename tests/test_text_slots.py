@@ -3,12 +3,13 @@ flat walk's shortcuts (flat tool inputs, slots handed out in lists) change neith
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 from gateway_policies import PolicyContext, text, text_slots, turns
 from gateway_policies.builtin.string_replace import StringReplace
+
+from .support.loop import finishing_order
 
 pytestmark = pytest.mark.unit
 
@@ -114,36 +115,34 @@ def test_a_deeply_nested_input_does_not_exhaust_the_stack() -> None:
 def test_a_hook_over_thousands_of_messages_lets_another_call_on_its_loop_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The slots come out a few messages at a time, so the hook hands the loop back
-    between batches (a turn of no time here) instead of walking the whole request first."""
+    """The slots come out a few messages at a time, between batches of rewrites, so the
+    hook hands the loop back (a turn of no time here) without walking the whole request
+    first."""
     monkeypatch.setattr(turns, "TURN_SECONDS", 0.0)
     messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}]} for _ in range(5000)]
     request = {"model": "m", "max_tokens": 5, "messages": messages}
-    finished: list[str] = []
+    policy = StringReplace({"replacements": [("hi", "ho")]})
+    rewritten: list[str] = []
     walked: list[int] = []
-    walk = text._collect_blocks
+    rewrite, walk = policy.rewrite_counted, text._collect_blocks
 
-    def counted(*args: Any) -> None:
-        walked.append(len(finished))
+    def counted_rewrite(one: str) -> tuple[str, dict[str, int]]:
+        rewritten.append(one)
+        return rewrite(one)
+
+    def counted_walk(*args: Any) -> None:
+        walked.append(len(rewritten))
         walk(*args)
 
-    monkeypatch.setattr(text, "_collect_blocks", counted)
+    monkeypatch.setattr(policy, "rewrite_counted", counted_rewrite)
+    monkeypatch.setattr(text, "_collect_blocks", counted_walk)
 
     async def large() -> None:
-        policy = StringReplace({"replacements": [("hi", "ho")]})
         await policy.on_request(
             request, PolicyContext(endpoint="messages", stream=False, call_id="c")
         )
-        finished.append("large")
 
-    async def small() -> None:
-        await asyncio.sleep(0)
-        finished.append("small")
-
-    async def both() -> None:
-        await asyncio.gather(large(), small())
-
-    asyncio.run(both())
-    assert finished == ["small", "large"]
-    assert (walked[0], walked[-1]) == (0, 1)  # walked before and after the other call ran
+    assert finishing_order(large) == ["small", "large"]
+    assert walked[0] == 0
+    assert walked[-1] > 4000  # the last messages walked after most texts were rewritten
     assert texts(request) == ["ho"] * 5000
