@@ -8,17 +8,17 @@ move `cache_control` markers every turn). A partition is one policy instance
 found again and age out) and one caller.
 
 The digest is xxh3_128 with a seed drawn per process, over the text's Latin-1
-(characters below 256: a copy of the string's bytes) or UTF-16 (any other text:
-its UTF-8 costs five times as much), about 0.05 ms per MB with the encoding, a
-hundredth of a scan, where keyed BLAKE3
-costs 0.17 and blake2b 1.25. xxh3 is not a cryptographic hash, so the
-partitions are what keeps callers apart: a text can only ever read an entry
-its own caller wrote, and whoever crafts two texts with one digest misleads
-nobody but themselves (it would take their own secret upstream, which they
-can do by other means), and sees no other caller's entries (not even by
-timing). A short text in which nothing was found is its own key (comparing
-it costs less than hashing it, and it cannot collide); every other entry
-holds no text, only where its spans are, so the memo never keeps a secret.
+(characters below 256: a copy of the string's bytes) or UTF-16 (any other
+text: its UTF-8 costs five times as much), about 0.05 ms per MB with the
+encoding, a hundredth of a scan, where keyed BLAKE3 costs 0.17 and blake2b
+1.25. xxh3 is not a cryptographic hash, so the partitions are what keeps
+callers apart: a text can only ever read an entry its own caller wrote, and
+whoever crafts two texts with one digest misleads nobody but themselves (it
+would take their own secret upstream, which they can do by other means), and
+sees no other caller's entries (not even by timing). A short text in which
+nothing was found is its own key (comparing it costs less than hashing it, and
+it cannot collide); every other entry holds no text, only where its spans are,
+so the memo never keeps a secret.
 
 Each partition has a table of its own, so a look-up is one read of a plain
 table, with no per-text bookkeeping. Bounded in bytes (an estimate of what each
