@@ -26,6 +26,7 @@ from policy_gateway.routes.body import dump_json
 from policy_gateway.upstream.errors import UpstreamStatusError
 
 from .support.fake_upstream import MODEL
+from .support.loop import finishing_order
 
 pytestmark = pytest.mark.unit
 
@@ -292,21 +293,11 @@ def test_a_long_repair_lets_another_call_on_its_loop_run(monkeypatch: pytest.Mon
     monkeypatch.setattr(turns, "TURN_SECONDS", 0.0)
     chain = PolicyChain([Empty(), Shout()])
     original = {"model": MODEL, "max_tokens": 64, "messages": user("keep", *["drop me"] * 5000)}
-    finished: list[str] = []
 
     async def large() -> None:
         request, ctx = copy.deepcopy(original), context()
         await chain.apply_request(request, ctx)
         (repair,) = await before_sending(json.dumps(original).encode(), request, chain, ctx)
         assert (repair.policy, repair.count, len(ctx.actions)) == ("empty", 5000, 1)
-        finished.append("large")
 
-    async def small() -> None:
-        await asyncio.sleep(0)
-        finished.append("small")
-
-    async def both() -> None:
-        await asyncio.gather(large(), small())
-
-    asyncio.run(both())
-    assert finished == ["small", "large"]
+    assert finishing_order(large) == ["small", "large"]

@@ -24,12 +24,12 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
+from itertools import chain
 from typing import Any, ClassVar
 
 from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
-from .turns import in_turns
+from .turns import BATCH, in_turns
 
-_SKIPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 _TOOL_CALLS = frozenset({"tool_use", "server_tool_use"})
 
 WINDOW = 1 << 18
@@ -71,8 +71,7 @@ Slot = tuple[Any, Any]
 
 
 def _content_slots(holder: Any, key: Any, tool_inputs: bool = False) -> list[Slot]:
-    """The slots of one message's or block's content, collected: a list costs a
-    fraction of a generator per slot, and a session's every turn walks them all."""
+    """The slots of one message's or block's content, collected."""
     slots: list[Slot] = []
     _collect_content(holder, key, tool_inputs, slots)
     return slots
@@ -82,35 +81,49 @@ def _collect_content(holder: Any, key: Any, tool_inputs: bool, slots: list[Slot]
     value = holder[key]
     if isinstance(value, str):
         slots.append((holder, key))
-        return
-    if not isinstance(value, list):
-        return
-    for block in value:
+    elif isinstance(value, list):
+        _collect_blocks(value, tool_inputs, slots)
+
+
+def _collect_blocks(blocks: list[Any], tool_inputs: bool, slots: list[Slot]) -> None:
+    """The slots of a list of content blocks. A session's every turn walks its whole
+    history, so the common blocks (a tool result, a tool call whose input is flat
+    strings, a text) cost no call of their own; the rarest kinds are tested last."""
+    append = slots.append
+    for block in blocks:
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
-        if kind in _SKIPPED_BLOCKS:
-            continue
-        if kind == "text" and isinstance(block.get("text"), str):
-            slots.append((block, "text"))
-        elif kind in ("tool_result", "search_result") and "content" in block:
-            if isinstance(block["content"], str):
-                slots.append((block, "content"))
+        if kind == "tool_result" or kind == "search_result":
+            inner = block.get("content")
+            if isinstance(inner, str):
+                append((block, "content"))
+            elif isinstance(inner, list):
+                _collect_blocks(inner, tool_inputs, slots)
+        elif kind in _TOOL_CALLS:
+            if not tool_inputs or "input" not in block:
+                continue
+            value = block["input"]
+            if isinstance(value, dict):
+                mark = len(slots)
+                for name, item in value.items():
+                    if not isinstance(item, str):
+                        del slots[mark:]
+                        _collect_strings(block, "input", slots)
+                        break
+                    append((value, name))
             else:
-                _collect_content(block, "content", tool_inputs, slots)
+                _collect_strings(block, "input", slots)
+        elif kind == "text":
+            if isinstance(block.get("text"), str):
+                append((block, "text"))
         elif kind == "document":
             _collect_document(block, slots)
-        elif tool_inputs and kind in _TOOL_CALLS and "input" in block:
-            _collect_strings(block, "input", slots)
 
 
 def _collect_strings(holder: Any, key: Any, slots: list[Slot]) -> None:
     """Every string inside `holder[key]`, however deep, as (container, key); iterative,
     so a deeply nested input cannot exhaust the stack."""
-    value = holder[key]
-    if isinstance(value, dict) and all(isinstance(item, str) for item in value.values()):
-        slots += [(value, name) for name in value]
-        return
     pending = [(holder, key)]
     while pending:
         container, at = pending.pop()
@@ -136,19 +149,36 @@ def _collect_document(block: dict[str, Any], slots: list[Slot]) -> None:
         _collect_content(source, "content", False, slots)
 
 
+def _slot_lists(request: dict[str, Any], system: bool, tool_inputs: bool) -> Iterator[list[Slot]]:
+    """The request's slots in lists of about BATCH, a message's at a time."""
+    slots: list[Slot] = []
+    if system and "system" in request:
+        _collect_content(request, "system", False, slots)
+    messages = request.get("messages")
+    if isinstance(messages, list):
+        for message in messages:
+            if not isinstance(message, dict) or "content" not in message:
+                continue
+            content = message["content"]
+            if isinstance(content, str):
+                slots.append((message, "content"))
+            elif isinstance(content, list):
+                _collect_blocks(content, tool_inputs, slots)
+            if len(slots) >= BATCH:
+                yield slots
+                slots = []
+    yield slots
+
+
 def text_slots(
     request: dict[str, Any], *, system: bool = True, tool_inputs: bool = False
 ) -> Iterator[Slot]:
     """Yield (container, key) pairs whose `container[key]` is a text string; with
-    `tool_inputs`, the strings in tool calls' inputs too. Lazy by message, so a
-    hook taking them in turns (turns.py) never walks a whole huge request at once."""
-    if system and "system" in request:
-        yield from _content_slots(request, "system")
-    messages = request.get("messages")
-    if isinstance(messages, list):
-        for message in messages:
-            if isinstance(message, dict) and "content" in message:
-                yield from _content_slots(message, "content", tool_inputs)
+    `tool_inputs`, the strings in tool calls' inputs too. Lazy, a few messages at a
+    time, so a hook taking them in turns (turns.py) never walks a whole huge request at
+    once; the slots come out of lists, not one generator step each (a session's every
+    turn walks them all)."""
+    return chain.from_iterable(_slot_lists(request, system, tool_inputs))
 
 
 def response_text_slots(response: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
@@ -166,30 +196,46 @@ def rewrite_text(slots: Iterator[tuple[Any, Any]], rewrite: Callable[[str], str]
             container[key] = new
 
 
-Rewritten = list[tuple[str, Mapping[str, int]]]
-"""Each text's new value and how many changes of each kind made it."""
+Rewritten = list[tuple[int, str, Mapping[str, int]]]
+"""Of a batch of texts, each one a rewrite changed or counted: its index in the batch,
+its new value and how many changes of each kind made it. The others are left out, so
+a batch that changed nothing costs no step per text after the rewrite."""
 
 
 def _each(
     rewrite: Callable[[str], tuple[str, Mapping[str, int]]], texts: Sequence[str]
 ) -> Rewritten:
-    return [rewrite(text) for text in texts]
+    rewritten: Rewritten = []
+    for index, text in enumerate(texts):
+        new, counts = rewrite(text)
+        if counts or new != text:
+            rewritten.append((index, new, counts))
+    return rewritten
+
+
+def rewrite_slots(
+    slots: Sequence[Slot],
+    rewrite_all: Callable[[Sequence[str]], Rewritten],
+    tally: Counter[str],
+) -> None:
+    """Rewrite a batch of slots in one `rewrite_all`, writing back only what changed and
+    adding its counts to `tally`: what a request hook does with each batch."""
+    olds = [container[key] for container, key in slots]
+    for index, new, counts in rewrite_all(olds):
+        for kind, count in counts.items():
+            tally[kind] += count
+        if new != olds[index]:
+            container, key = slots[index]
+            container[key] = new
 
 
 async def _rewrite_counting(
-    slots: Iterator[tuple[Any, Any]],
+    slots: Iterator[Slot],
     rewrite_all: Callable[[Sequence[str]], Rewritten],
     tally: Counter[str],
 ) -> None:
     async for batch in in_turns(slots):
-        olds = [container[key] for container, key in batch]
-        for (container, key), old, (new, counts) in zip(
-            batch, olds, rewrite_all(olds), strict=True
-        ):
-            for kind, count in counts.items():
-                tally[kind] += count
-            if new != old:
-                container[key] = new
+        rewrite_slots(batch, rewrite_all, tally)
 
 
 class _StreamTally:

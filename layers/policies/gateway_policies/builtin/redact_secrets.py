@@ -117,18 +117,20 @@ class RedactSecrets(TextRewriter[RedactSecretsOptions]):
     def rewrite_counted(
         self, text: str, caller: str | None = None
     ) -> tuple[str, Mapping[str, int]]:
-        return self.rewrite_all((text,), caller)[0]
+        rewritten = self.rewrite_all((text,), caller)
+        return (rewritten[0][1], rewritten[0][2]) if rewritten else (text, _NOTHING)
 
     def rewrite_all(self, texts: Sequence[str], caller: str | None = None) -> Rewritten:
-        """Each text redacted; one memo loop over them all, and a text with nothing
-        found is handed back as it is, never rebuilt."""
+        """Each text with something found, redacted; one memo loop over them all, and
+        the texts with nothing found are not stepped through again."""
         if MEMO.max_bytes:
             entries = MEMO.remember_all(self.partition, caller, texts, self.scanned)
         else:
             entries = [self.scanned(text) for text in texts]
         return [
-            ((redacted(text, found) if found else text), counts)
-            for text, (found, counts) in zip(texts, entries, strict=True)
+            (index, redacted(texts[index], found), counts)
+            for index, (found, counts) in enumerate(entries)
+            if found
         ]
 
     def rewriter(self, ctx: PolicyContext) -> Callable[[str], tuple[str, Mapping[str, int]]]:

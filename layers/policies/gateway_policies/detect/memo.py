@@ -7,22 +7,26 @@ move `cache_control` markers every turn). A partition is one policy instance
 (a chain change or reload builds new instances, so the old entries are never
 found again and age out) and one caller.
 
-The digest is xxh3_128 with a seed drawn per process, over the text's UTF-8
-(ASCII) or UTF-16 (any other text: its UTF-8 costs five times as much), about
-0.05 ms per MB with the encoding, a hundredth of a scan, where keyed BLAKE3
-costs 0.17 and blake2b 1.25. xxh3 is not a cryptographic hash, so the
-partitions are what keeps callers apart: a text can only ever read an entry
-its own caller wrote, and whoever crafts two texts with one digest misleads
-nobody but themselves (it would take their own secret upstream, which they
-can do by other means), and sees no other caller's entries (not even by
-timing). A short text in which nothing was found is its own key (comparing
-it costs less than hashing it, and it cannot collide); every other entry
-holds no text, only where its spans are, so the memo never keeps a secret.
+The digest is xxh3_128 with a seed drawn per process, over the text's Latin-1
+(characters below 256: a copy of the string's bytes) or UTF-16 (any other
+text: its UTF-8 costs five times as much), about 0.05 ms per MB with the
+encoding, a hundredth of a scan, where keyed BLAKE3 costs 0.17 and blake2b
+1.25. xxh3 is not a cryptographic hash, so the partitions are what keeps
+callers apart: a text can only ever read an entry its own caller wrote, and
+whoever crafts two texts with one digest misleads nobody but themselves (it
+would take their own secret upstream, which they can do by other means), and
+sees no other caller's entries (not even by timing). A short text in which
+nothing was found is its own key (comparing it costs less than hashing it, and
+it cannot collide); every other entry holds no text, only where its spans are,
+so the memo never keeps a secret.
 
-Bounded in bytes (an estimate of what each entry holds), least recently used
-out first, over every partition; 0 turns it off. Thread-safe: request hooks
-run on the worker thread, and more may share it; writes take a lock, reads
-need none.
+Each partition has a table of its own, so a look-up is one read of a plain
+table, with no per-text bookkeeping. Bounded in bytes (an estimate of what each
+entry and table holds): the least recently used partition's entries out first,
+oldest first (a session resends its texts in the order they were first written,
+so within a partition that is the order least recently used too), then its
+table; 0 turns it off. Thread-safe: request hooks run on the worker thread, and
+more may share it; writes take a lock, reads need none.
 """
 
 from __future__ import annotations
@@ -31,7 +35,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import suppress
 
 from xxhash import xxh3_128_digest
 
@@ -41,37 +44,57 @@ Found = tuple[tuple[int, int, str], ...]
 Entry = tuple[Found, Mapping[str, int]]
 """A text's spans and how many of each kind they are."""
 
-Key = tuple[str, str | None, str | bytes]
-"""(partition, caller, the digest of the text or a short clean text itself)."""
+Key = str | bytes
+"""The digest of a text, or a short clean text itself."""
+
+Partition = tuple[str, str | None]
+"""(the policy instance's partition, the caller)."""
 
 ENTRY_BYTES = 240
 """The memory one entry costs besides its spans: its key, its slot in the table, the tuples."""
 SPAN_BYTES = 160
 """A span, and its kind's count."""
+TABLE_BYTES = 400
+"""The memory one partition's table costs besides its entries."""
 SHORT = 64
 
 _SEED = int.from_bytes(os.urandom(8), "little")
 _WIDE = b"\x10"
-"""Marks a digest of UTF-16: one byte longer, it never equals a digest of UTF-8."""
+"""Marks a digest of UTF-16: one byte longer, it never equals a digest of Latin-1."""
+_SURROGATES = b"\x20"
+"""Marks a digest of UTF-8 with surrogates passed: it never equals one of the other two."""
 
 
 def digest(text: str) -> bytes:
-    if not text.isascii():
-        # Strict UTF-16 refuses surrogates, which it would make ambiguous (a pair
-        # of them and the character they pair to); such a text takes UTF-8.
-        with suppress(UnicodeEncodeError):
-            return _WIDE + xxh3_128_digest(text.encode("utf-16-le"), _SEED)
-    return xxh3_128_digest(text.encode("utf-8", "surrogatepass"), _SEED)
+    """xxh3_128 of the text's characters, in the first of three strict encodings that
+    takes it, tagged so two encodings never give one digest.
+
+    Latin-1 takes a text whose characters are all below 256 (ASCII, and most other
+    text): a copy of the string's own bytes, where UTF-16 would widen each. UTF-16
+    takes any other text but one with surrogates, which it would make ambiguous (a
+    pair of them and the character they pair to); that one takes UTF-8 with its
+    surrogates passed, three bytes each, never the four of a paired character.
+    """
+    try:
+        return xxh3_128_digest(text.encode("latin-1"), _SEED)
+    except UnicodeEncodeError:
+        pass
+    try:
+        return _WIDE + xxh3_128_digest(text.encode("utf-16-le"), _SEED)
+    except UnicodeEncodeError:
+        return _SURROGATES + xxh3_128_digest(text.encode("utf-8", "surrogatepass"), _SEED)
 
 
 def size(key: Key, entry: Entry) -> int:
-    return ENTRY_BYTES + len(key[2]) + SPAN_BYTES * len(entry[0])
+    return ENTRY_BYTES + len(key) + SPAN_BYTES * len(entry[0])
 
 
 class Memo:
     def __init__(self, max_bytes: int = 0) -> None:
         self._lock = threading.Lock()
-        self._entries: OrderedDict[Key, Entry] = OrderedDict()
+        # A table per partition, least recently used first; in a table, the order
+        # entries were written.
+        self._tables: OrderedDict[Partition, OrderedDict[Key, Entry]] = OrderedDict()
         self.max_bytes = max_bytes
         self.bytes = 0
 
@@ -94,47 +117,64 @@ class Memo:
         scan: Callable[[str], Entry],
     ) -> list[Entry]:
         """`remember` of each text, in one loop: a session's every turn looks up every
-        text it resends, so a call per text would cost as much as the lookups."""
-        # Without the lock: each call on the table is one step under the interpreter's
-        # lock, and an entry evicted between a lookup and its refresh is simply not refreshed.
-        entries = self._entries
+        text it resends, so each look-up is a digest and one read of a plain table."""
+        where = (partition, caller)
+        # The table is read without the lock: each `get` is one step under the
+        # interpreter's lock. Evicted meanwhile, it is read on, and written no more.
+        get = self._table(where).get
         found: list[Entry] = []
+        append = found.append
         for text in texts:
             short = len(text) <= SHORT
-            key: Key = (partition, caller, text)
-            entry = entries.get(key) if short else None
-            if entry is None:
-                key = (partition, caller, digest(text))
-                entry = entries.get(key)
-                if entry is None:
-                    entry = scan(text)
-                    self._put((partition, caller, text) if short and not entry[0] else key, entry)
-                    found.append(entry)
+            if short:
+                entry = get(text)
+                if entry is not None:
+                    append(entry)
                     continue
-            # Not `suppress`: a context manager per hit would cost as much as the lookup.
-            try:  # noqa: SIM105
-                entries.move_to_end(key)
-            except KeyError:
-                pass
-            found.append(entry)
+            key = digest(text)
+            entry = get(key)
+            if entry is None:
+                entry = scan(text)
+                self._put(where, text if short and not entry[0] else key, entry)
+            append(entry)
         return found
 
-    def _put(self, key: Key, entry: Entry) -> None:
+    def _table(self, where: Partition) -> OrderedDict[Key, Entry]:
+        """The partition's table, now its most recently used (made if it is new)."""
+        with self._lock:
+            table = self._tables.get(where)
+            if table is not None:
+                self._tables.move_to_end(where)
+                return table
+            table = self._tables[where] = OrderedDict()
+            self.bytes += TABLE_BYTES
+            self._evict()
+            return table
+
+    def _put(self, where: Partition, key: Key, entry: Entry) -> None:
         cost = size(key, entry)
         with self._lock:
-            if cost > self.max_bytes or key in self._entries:
+            table = self._tables.get(where)
+            if table is None or cost > self.max_bytes or key in table:
                 return
-            self._entries[key] = entry
+            table[key] = entry
             self.bytes += cost
             self._evict()
 
     def _evict(self) -> None:
-        while self.bytes > self.max_bytes and self._entries:
-            key, entry = self._entries.popitem(last=False)
-            self.bytes -= size(key, entry)
+        """The least recently used partition's oldest entries out first, then its table."""
+        while self.bytes > self.max_bytes and self._tables:
+            where, table = next(iter(self._tables.items()))
+            if table:
+                key, entry = table.popitem(last=False)
+                self.bytes -= size(key, entry)
+            else:
+                del self._tables[where]
+                self.bytes -= TABLE_BYTES
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            return sum(len(table) for table in self._tables.values())
 
 
 MEMO = Memo()
