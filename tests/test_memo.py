@@ -25,11 +25,11 @@ TAIL = "x" * 80
 
 
 def clean(_: str) -> Entry:
-    return (), {}
+    return (), {}, ""
 
 
 def found(text: str) -> Entry:
-    return ((0, 1, "k"),), {"k": 1}
+    return ((0, 1, "k"),), {"k": 1}, "[REDACTED:k]" + text[1:]
 
 
 def counting(scan: Callable[[str], Entry]) -> tuple[list[str], Callable[[str], Entry]]:
@@ -128,7 +128,7 @@ def test_an_entry_larger_than_the_memo_is_not_kept() -> None:
     memo = Memo(TABLE_BYTES + 100)
     scanned, scan = counting(found)
     for _ in range(2):
-        assert memo.remember_all("p", None, ["x " + TAIL], scan) == [found("")]
+        assert memo.remember_all("p", None, ["x " + TAIL], scan) == [found("x " + TAIL)]
     assert len(scanned) == 2
     assert len(memo) == 0
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from gateway_policies.base import PolicyContext
 from gateway_policies.builtin.redact_secrets import RedactSecrets
-from gateway_policies.detect.memo import MEMO, configure
+from gateway_policies.detect.memo import MEMO, configure, size
 from gateway_policies.testing import run_request
 
 from .support.client import policy_chain
@@ -270,7 +270,7 @@ def test_two_callers_never_share_entries(memo_on: Any) -> None:
     policy = RedactSecrets()
     text = f"export AWS_ACCESS_KEY_ID={KEY}  # {'x' * 80}"
     request = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": text}]}
-    MEMO.remember(policy.partition, "mallory", text, lambda _: ((), {}))
+    MEMO.remember(policy.partition, "mallory", text, lambda _: ((), {}, ""))
     assert run_request(policy, request, ctx=caller_context("mallory")) == request
     for caller in ("alice", "bob"):
         sent = run_request(policy, request, ctx=caller_context(caller))
@@ -311,3 +311,18 @@ def test_one_batch_scans_each_new_text_once_and_keeps_its_order(memo_on: Any) ->
     assert len(scanned) == 3
     configure(0)
     assert policy.rewrite_all(texts) == RedactSecrets().rewrite_all(texts)
+
+
+@pytest.mark.unit
+def test_the_memo_keeps_a_text_as_redacted_never_its_secret(memo_on: Any) -> None:
+    policy = RedactSecrets()
+    text = f"deploy with {KEY} and {TOKEN} " + "x" * 80
+    request = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": text}]}
+    first = run_request(policy, request)
+    entries = [entry for table in MEMO._tables.values() for entry in table.values()]
+    assert [redacted for _, _, redacted in entries] == [first["messages"][0]["content"]]
+    assert KEY not in entries[0][2]
+    assert TOKEN not in entries[0][2]
+    held = sum(size(k, e) for table in MEMO._tables.values() for k, e in table.items())
+    assert held >= len(entries[0][2])
+    assert run_request(policy, request) == first

@@ -107,9 +107,10 @@ class RedactSecrets(TextRewriter[RedactSecretsOptions]):
     def scanned(self, text: str) -> Entry:
         found = spans(self._detector.find(text), self._order)
         if not found:
-            return found, _NOTHING
+            return found, _NOTHING, ""
         # Read-only: the memo hands the same counts to every call that finds this text.
-        return found, MappingProxyType(Counter(kind for _, _, kind in found))
+        counts = MappingProxyType(Counter(kind for _, _, kind in found))
+        return found, counts, redacted(text, found)
 
     def rewrite(self, text: str) -> str:
         return self.rewrite_counted(text)[0]
@@ -127,11 +128,7 @@ class RedactSecrets(TextRewriter[RedactSecretsOptions]):
             entries = MEMO.remember_all(self.partition, caller, texts, self.scanned)
         else:
             entries = [self.scanned(text) for text in texts]
-        return [
-            (index, redacted(texts[index], found), counts)
-            for index, (found, counts) in enumerate(entries)
-            if found
-        ]
+        return [(index, new, counts) for index, (found, counts, new) in enumerate(entries) if found]
 
     def rewriter(self, ctx: PolicyContext) -> Callable[[str], tuple[str, Mapping[str, int]]]:
         # The memo's partitions keep callers apart (detect/memo.py).

@@ -17,8 +17,9 @@ whoever crafts two texts with one digest misleads nobody but themselves (it
 would take their own secret upstream, which they can do by other means), and
 sees no other caller's entries (not even by timing). A short text in which
 nothing was found is its own key (comparing it costs less than hashing it, and
-it cannot collide); every other entry holds no text, only where its spans are,
-so the memo never keeps a secret.
+it cannot collide). An entry holds where the text's spans are and, when there
+are any, the text as redacted (rebuilding it every turn cost a session about
+as much as its digests): what the upstream receives, never a secret it found.
 
 Each partition has a table of its own, so a look-up is one read of a plain
 table, with no per-text bookkeeping. Bounded in bytes (an estimate of what each
@@ -32,6 +33,7 @@ more may share it; writes take a lock, reads need none.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -41,8 +43,9 @@ from xxhash import xxh3_128_digest
 Found = tuple[tuple[int, int, str], ...]
 """What a text holds: (start, end, kind) of each span to redact, in order."""
 
-Entry = tuple[Found, Mapping[str, int]]
-"""A text's spans and how many of each kind they are."""
+Entry = tuple[Found, Mapping[str, int], str]
+"""A text's spans, how many of each kind they are, and the text as redacted ("" when
+nothing was found)."""
 
 Key = str | bytes
 """The digest of a text, or a short clean text itself."""
@@ -86,7 +89,9 @@ def digest(text: str) -> bytes:
 
 
 def size(key: Key, entry: Entry) -> int:
-    return ENTRY_BYTES + len(key) + SPAN_BYTES * len(entry[0])
+    found, _, redacted = entry
+    text_bytes = sys.getsizeof(redacted) if redacted else 0
+    return ENTRY_BYTES + len(key) + SPAN_BYTES * len(found) + text_bytes
 
 
 class Memo:
