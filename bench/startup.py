@@ -71,9 +71,9 @@ def cold_start(args: list[str], env: dict[str, str], port: int, log: str) -> tup
     process = spawn(args, env, log)
     try:
         deadline = started + 30
-        while get_status(HOST, port, "/healthz") != 200:
+        while (status := get_status(HOST, port, "/healthz")) != 200:
             if process.poll() is not None or time.perf_counter() > deadline:
-                raise RuntimeError(f"{args} did not become ready")
+                raise RuntimeError(f"{args} did not become ready (last /healthz status {status})")
             time.sleep(0.002)
         ready = time.perf_counter() - started
         response = Connection(HOST, port).post(MESSAGES, request_body(1024))

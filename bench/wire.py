@@ -131,7 +131,7 @@ def get_status(host: str, port: int, path: str) -> int | None:
     """One GET on a fresh connection; None while nothing listens yet."""
     try:
         with socket.create_connection((host, port), timeout=5) as sock:
-            sock.sendall(f"GET {path} HTTP/1.1\r\nhost: {host}\r\n\r\n".encode())
+            sock.sendall(f"GET {path} HTTP/1.1\r\nhost: {host}:{port}\r\n\r\n".encode())
             data = sock.recv(1024)
     except OSError:
         return None
