@@ -29,7 +29,8 @@ from typing import Any
 from gateway_policies.builtin.redact_secrets import RedactSecrets
 from gateway_policies.detect import catalogue
 from gateway_policies.detect.memo import configure
-from gateway_policies.text import rewrite_slots, text_slots
+from gateway_policies.slots import text_slots
+from gateway_policies.text import rewrite_slots
 from policy_gateway import settings
 
 from .harness import HOST, MESSAGES, Environment

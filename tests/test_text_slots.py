@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gateway_policies import PolicyContext, text, text_slots, turns
+from gateway_policies import PolicyContext, slots, text_slots, turns
 from gateway_policies.builtin.string_replace import StringReplace
 
 from .support.loop import finishing_order
@@ -124,7 +124,7 @@ def test_a_hook_over_thousands_of_messages_lets_another_call_on_its_loop_run(
     policy = StringReplace({"replacements": [("hi", "ho")]})
     rewritten: list[str] = []
     walked: list[int] = []
-    rewrite, walk = policy.rewrite_counted, text._collect_blocks
+    rewrite, walk = policy.rewrite_counted, slots._collect_blocks
 
     def counted_rewrite(one: str) -> tuple[str, dict[str, int]]:
         rewritten.append(one)
@@ -135,7 +135,7 @@ def test_a_hook_over_thousands_of_messages_lets_another_call_on_its_loop_run(
         walk(*args)
 
     monkeypatch.setattr(policy, "rewrite_counted", counted_rewrite)
-    monkeypatch.setattr(text, "_collect_blocks", counted_walk)
+    monkeypatch.setattr(slots, "_collect_blocks", counted_walk)
 
     async def large() -> None:
         await policy.on_request(

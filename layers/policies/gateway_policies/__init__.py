@@ -21,7 +21,8 @@ from .exceptions import PolicyConfigError, PolicyFailure, PolicyViolation
 from .runtime.chain import PolicyChain
 from .runtime.document import PolicyDocument
 from .runtime.loader import BUILTIN_POLICIES, load_chain, load_document
-from .text import TextRewriter, response_text_slots, rewrite_text, subn_in_windows, text_slots
+from .slots import response_text_slots, text_slots
+from .text import TextRewriter, rewrite_text, subn_in_windows
 from .tool_gate import ToolCallGate, canonical_input
 
 if TYPE_CHECKING:
