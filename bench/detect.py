@@ -5,27 +5,32 @@ definitions and a conversation whose tool results hold real source files (the
 Python standard library's, read from disk here). (12) times the redaction hook
 alone (no parse, no serialization) on a 1 MB request with every rule on and the
 memo off; (13) replays a 40-turn session (each turn adds a tool call and a
-result of source files, so the last request is about 1 MB) and divides the
-session's hook CPU, memo on, by one scan of its last request (medians of
-three), then times the last turn through a gateway against the stub called
-directly, memo on and off; (14) scans crafted 6 MB bodies, two per rule of the
+result of source files, so the last request is about 1 MB; each turn parsed
+afresh from the bytes the SDKs send, as the gateway's parse makes its strings)
+and divides the session's hook CPU, memo on, by one scan of its last request,
+then times the last turn through a gateway against the stub called directly,
+memo on and off, beside the floor of a bare relay on the gateway's stack
+(bench/relay_floor.py), all in the same rounds; (14) scans crafted 6 MB bodies, two per rule of the
 catalogue (its keywords and alphabet repeated densely, and each keyword
 followed by a run as long as the rule's reach), with the whole rule set.
 """
 
 from __future__ import annotations
 
-import copy
 import json
+import os
 import re
 import statistics
+import sys
 import sysconfig
 import time
 from collections import Counter
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import orjson
 from gateway_policies.builtin.redact_secrets import RedactSecrets
 from gateway_policies.detect import catalogue
 from gateway_policies.detect.memo import configure
@@ -33,9 +38,9 @@ from gateway_policies.slots import text_slots
 from gateway_policies.text import rewrite_slots
 from policy_gateway import settings
 
-from .harness import HOST, MESSAGES, Environment
+from .harness import BENCH, HOST, MESSAGES, Environment, free_port, running
 from .report import Figure
-from .stats import added, ms, paired
+from .stats import added, ms, rounds
 from .wire import Connection
 from .workload import sdk_body
 
@@ -46,7 +51,7 @@ SESSIONS = 7
 request alone, the two taken in turn so that the machine's drift weighs on both alike."""
 CRAFTED_BYTES = 6 * 1024 * 1024
 MEMO_BYTES = str(settings.DEFAULT_POLICY_MEMO_BYTES)
-PAIRS = 100
+ROUNDS = 100
 WARMUP = 5
 ALL_KINDS = [rule.kind for rule in catalogue()]
 CHAIN = json.dumps({"policies": [{"policy": "redact_secrets", "options": {"kinds": ALL_KINDS}}]})
@@ -131,9 +136,12 @@ def alphabet(pattern: str) -> str:
     return "".join(found) or "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 
-def session_seconds(turns: list[dict[str, Any]]) -> float:
+def session_seconds(bodies: list[bytes]) -> float:
+    """The hook's CPU over a session, each turn parsed just before its hook runs: its
+    strings new, as the gateway's parse makes them (a copied turn would share its
+    strings with the turns before it)."""
     session = RedactSecrets({"kinds": ALL_KINDS})
-    return sum(hook_seconds(session, copy.deepcopy(turn)) for turn in turns)
+    return sum(hook_seconds(session, orjson.loads(body)) for body in bodies)
 
 
 def crafted_bodies() -> dict[str, str]:
@@ -161,20 +169,22 @@ def crafted_bodies() -> dict[str, str]:
 def detect(env: Environment, raw: dict[str, Any]) -> list[Figure]:
     files = sources()
     request, marks = agent_request(files, REQUEST_BYTES)
-    size = len(sdk_body(request))
+    whole = sdk_body(request)
+    size = len(whole)
     policy = RedactSecrets({"kinds": ALL_KINDS})
     configure(0)
-    hook_seconds(policy, copy.deepcopy(request))
-    alone = statistics.median(hook_seconds(policy, copy.deepcopy(request)) for _ in range(7))
+    hook_seconds(policy, orjson.loads(whole))
+    alone = statistics.median(hook_seconds(policy, orjson.loads(whole)) for _ in range(7))
 
     turns = [{**request, "messages": request["messages"][:mark]} for mark in marks[:TURNS]]
+    bodies = [sdk_body(turn) for turn in turns]
     # Each session with a policy instance of its own: a memo partition never seen.
     sessions, lasts = [], []
     for _ in range(SESSIONS):
         configure(settings.DEFAULT_POLICY_MEMO_BYTES)
-        sessions.append(session_seconds(turns))
+        sessions.append(session_seconds(bodies))
         configure(0)
-        lasts.append(hook_seconds(RedactSecrets({"kinds": ALL_KINDS}), copy.deepcopy(turns[-1])))
+        lasts.append(hook_seconds(RedactSecrets({"kinds": ALL_KINDS}), orjson.loads(bodies[-1])))
     session_cpu, last = statistics.median(sessions), statistics.median(lasts)
 
     crafted = {}
@@ -223,6 +233,24 @@ def detect(env: Environment, raw: dict[str, Any]) -> list[Figure]:
                 f"last request {len(sdk_body(turns[-1])):,} bytes, as the SDKs write it",
             )
         )
+    figures += [
+        Figure(
+            "(13) floor: a bare relay on the gateway's stack (uvicorn, httpx2, parse, serialize)",
+            latency["floor"],
+            "ms",
+            "report",
+            None,
+            "bench/relay_floor.py over direct, added p50; in the same rounds as the gateway",
+        ),
+        Figure(
+            "(13) the gateway, memo on, over that floor, added p50",
+            latency["on over floor"],
+            "ms",
+            "report",
+            None,
+            "what the gateway and its redaction add beyond any relay on its stack",
+        ),
+    ]
     figures.append(
         Figure(
             "(13) the same, memo on, body as json.dumps writes it (spaces, \\u escapes)",
@@ -251,26 +279,43 @@ def spaced_body(request: dict[str, Any]) -> bytes:
 
 
 def through_gateway(env: Environment, turns: list[dict[str, Any]]) -> dict[str, float]:
-    """The last turn's added p50, its session replayed first: memo on and off with the bodies
-    the SDKs write, and memo on with `json.dumps`' default (spaces, non-ASCII escaped)."""
+    """The last turn's added p50 over direct, every side in the same rounds: the gateway,
+    its session replayed first, memo on and off with the bodies the SDKs write, and memo on
+    with `json.dumps`' default (spaces, non-ASCII escaped) against direct with that body;
+    the relay floor; and the gateway, memo on, over the floor."""
+    sdk = [sdk_body(turn) for turn in turns]
+    spaced = [spaced_body(turn) for turn in turns]
     direct = Connection(HOST, env.upstream_port)
-    result = {}
-    for label, memo, encoding in (
-        ("on", MEMO_BYTES, sdk_body),
-        ("off", "0", sdk_body),
-        ("on, spaced", MEMO_BYTES, spaced_body),
-    ):
-        bodies = [encoding(turn) for turn in turns]
-        extra = {settings.ENV_POLICY_MEMO_BYTES: memo}
-        with env.gateway(f"detect-memo-{label.replace(', ', '-')}", CHAIN, extra=extra) as port:
-            gateway = Connection(HOST, port)
+    with ExitStack() as stack:
+        port = free_port()
+        upstream = f"http://{HOST}:{env.upstream_port}"
+        floor_args = [sys.executable, str(BENCH / "relay_floor.py"), str(port), upstream]
+        stack.enter_context(running(floor_args, dict(os.environ), "relay-floor.log", port))
+        calls = {
+            "direct": partial(direct.post, MESSAGES, sdk[-1]),
+            "direct, spaced": partial(direct.post, MESSAGES, spaced[-1]),
+            "floor": partial(Connection(HOST, port).post, MESSAGES, sdk[-1]),
+        }
+        for label, memo, bodies in (
+            ("on", MEMO_BYTES, sdk),
+            ("off", "0", sdk),
+            ("on, spaced", MEMO_BYTES, spaced),
+        ):
+            extra = {settings.ENV_POLICY_MEMO_BYTES: memo}
+            name = f"detect-memo-{label.replace(', ', '-')}"
+            gateway = Connection(HOST, stack.enter_context(env.gateway(name, CHAIN, extra=extra)))
             for body in bodies[:-1]:
                 gateway.post(MESSAGES, body)
-            through, straight = paired(
-                partial(gateway.post, MESSAGES, bodies[-1]),
-                partial(direct.post, MESSAGES, bodies[-1]),
-                PAIRS,
-                WARMUP,
-            )
-            result[label] = added(through, straight, 50)
+            calls[label] = partial(gateway.post, MESSAGES, bodies[-1])
+        times = rounds(calls, ROUNDS, WARMUP)
+    result = {
+        label: added(times[label], times[baseline], 50)
+        for label, baseline in (
+            ("on", "direct"),
+            ("off", "direct"),
+            ("on, spaced", "direct, spaced"),
+            ("floor", "direct"),
+        )
+    }
+    result["on over floor"] = added(times["on"], times["floor"], 50)
     return result

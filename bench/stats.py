@@ -4,12 +4,14 @@ Every figure compares two sides of one run (gateway and direct, flag on and
 off, ...). Each pair runs back to back, alternating which side goes first, so
 load from elsewhere on the machine (other processes come and go on a shared
 2-core box) mostly hits both sides of a pair alike and cancels out within it.
+A figure with more sides (a gateway, a floor and direct) takes rounds of one
+call each, the same way.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from .wire import Response
 
@@ -18,15 +20,23 @@ Call = Callable[[], Response]
 
 def paired(first: Call, second: Call, pairs: int, warmup: int) -> tuple[list[float], list[float]]:
     """Time `pairs` calls of each, alternating which goes first; seconds, after a warm-up."""
-    times: tuple[list[float], list[float]] = ([], [])
-    for index in range(warmup + pairs):
-        order = ((0, first), (1, second)) if index % 2 == 0 else ((1, second), (0, first))
-        for side, call in order:
-            response = call()
+    times = rounds({"first": first, "second": second}, pairs, warmup)
+    return times["first"], times["second"]
+
+
+def rounds(calls: Mapping[str, Call], count: int, warmup: int) -> dict[str, list[float]]:
+    """Time `count` rounds of one call of each, the order turning by one each round (two
+    sides alternate which goes first); seconds per call, by name, after a warm-up."""
+    names = list(calls)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(warmup + count):
+        turn = index % len(names)
+        for name in names[turn:] + names[:turn]:
+            response = calls[name]()
             if response.status != 200:
                 raise RuntimeError(f"benchmark call answered {response.status}: {response.body!r}")
             if index >= warmup:
-                times[side].append(response.seconds)
+                times[name].append(response.seconds)
     return times
 
 
