@@ -30,6 +30,7 @@ from .support.fake_upstream import MODEL, FakeUpstream, api_rules
 from .support.gateway import GatewayFactory
 from .support.sdk import ask, both, sdk
 from .support.secret_samples import Sample, Value, placed, values
+from .support.untouchable_request import KEY, TOKEN, untouchable_request
 
 PII_KINDS = sorted({rule.kind for rule in pii.RULES})
 # The personal-data kinds first: a card number under a credential's label (`X-Credential: …`)
@@ -38,95 +39,28 @@ CHAIN = policy_chain(("redact_secrets", {"kinds": PII_KINDS}), ("redact_secrets"
 
 VALUES = values()
 SAMPLES: list[tuple[Value, Sample]] = [(v, s) for v in VALUES for s in placed(v)]
-# Secrets where the API reads them byte for byte and redaction must never reach.
-KEY, TOKEN = "AKIAIOSFODNN7EXAMPLE", "ghp_" + "a1B2c3D4e5" * 4
-ID = "toolu_01" + KEY
 
 
 def conversation() -> dict[str, Any]:
     texts = [sample.text for _, sample in SAMPLES]
-    return {
-        "system": [{"type": "text", "text": text} for text in texts]
+    return untouchable_request(
+        system=[{"type": "text", "text": text} for text in texts]
         + [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
-        "mcp_servers": [
+        question=[{"type": "text", "text": text} for text in texts]
+        + [
             {
-                "type": "url",
-                "url": "https://mcp.example.com",
-                "name": "m",
-                "authorization_token": TOKEN,
+                "type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": text},
             }
+            for text in texts
         ],
-        "messages": [
-            {
-                "role": "user",
-                "content": [{"type": "text", "text": text} for text in texts]
-                + [
-                    {
-                        "type": "document",
-                        "source": {"type": "text", "media_type": "text/plain", "data": text},
-                    }
-                    for text in texts
-                ],
-            },
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "thinking",
-                        "thinking": f"use {KEY} {TOKEN}",
-                        "signature": f"sig{KEY}",
-                    },
-                    {"type": "redacted_thinking", "data": f"opaque{TOKEN}"},
-                    {
-                        "type": "server_tool_use",
-                        "id": "srvtoolu_01" + KEY,
-                        "name": "web_search",
-                        "input": {"query": "rotate keys"},
-                    },
-                    {
-                        "type": "web_search_tool_result",
-                        "tool_use_id": "srvtoolu_01" + KEY,
-                        "content": [
-                            {
-                                "type": "web_search_result",
-                                "url": "https://example.com",
-                                "title": "t",
-                                "encrypted_content": f"enc{TOKEN}",
-                            }
-                        ],
-                    },
-                    {
-                        "type": "tool_use",
-                        "id": ID,
-                        "name": "bash",
-                        "input": {f"s{index}": text for index, text in enumerate(texts)},
-                    },
-                ],
-            },
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": ID,
-                        "content": [{"type": "text", "text": text} for text in texts]
-                        + [
-                            {
-                                "type": "image",
-                                "source": {
-                                    "type": "base64",
-                                    "media_type": "image/png",
-                                    "data": KEY + "AAAA",
-                                },
-                            }
-                        ],
-                    },
-                    {"type": "document", "source": {"type": "file", "file_id": "file_" + TOKEN}},
-                    {"type": "text", "text": "now?", "cache_control": {"type": "ephemeral"}},
-                ],
-            },
-        ],
-    }
+        search={"query": "rotate keys"},
+        call={f"s{index}": text for index, text in enumerate(texts)},
+        result=[{"type": "text", "text": text} for text in texts],
+        thinking=f"use {KEY} {TOKEN}",
+        opaque=TOKEN,
+        image=KEY + "AAAA",
+    )
 
 
 def expected(text: str, value: Value) -> str:

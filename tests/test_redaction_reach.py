@@ -25,92 +25,34 @@ from .support.client import policy_chain
 from .support.fake_upstream import MODEL, FakeUpstream, api_rules
 from .support.gateway import GatewayFactory
 from .support.sdk import ask, both, sdk
+from .support.untouchable_request import KEY, TOKEN, untouchable_request
 
-KEY = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-TOKEN = "ghp_" + "a1B2c3D4e5" * 4
 # Valid base64 that holds a key's text: image data is never text.
 DATA = "QUtJQUlPU0ZPRE5ON0VYQU1QTEU" + KEY + "AAAA"
 
 
 def conversation() -> dict[str, Any]:
-    return {
-        "system": [
-            {"type": "text", "text": f"ops key {KEY}", "cache_control": {"type": "ephemeral"}}
-        ],
-        "mcp_servers": [
+    return untouchable_request(
+        system=[{"type": "text", "text": f"ops key {KEY}", "cache_control": {"type": "ephemeral"}}],
+        question="deploy it",
+        search={"query": f"who owns {KEY}"},
+        call={
+            "command": f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}",
+            "env": [f"TOKEN={TOKEN}", {"deep": [f"id {KEY}"]}],
+            "count": 3,
+        },
+        result=[{"type": "text", "text": f"done {TOKEN}"}],
+        thinking=f"use {KEY}",
+        opaque=KEY,
+        image=DATA,
+        attachments=[
             {
-                "type": "url",
-                "url": "https://mcp.example.com",
-                "name": "m",
-                "authorization_token": TOKEN,
+                "type": "document",
+                "source": {"type": "base64", "media_type": "application/pdf", "data": DATA},
             }
         ],
-        "messages": [
-            {"role": "user", "content": "deploy it"},
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "thinking", "thinking": f"use {KEY}", "signature": f"sig{KEY}"},
-                    {"type": "redacted_thinking", "data": f"opaque{KEY}"},
-                    {
-                        "type": "server_tool_use",
-                        "id": "srvtoolu_01" + KEY,
-                        "name": "web_search",
-                        "input": {"query": f"who owns {KEY}"},
-                    },
-                    {
-                        "type": "web_search_tool_result",
-                        "tool_use_id": "srvtoolu_01" + KEY,
-                        "content": [
-                            {
-                                "type": "web_search_result",
-                                "url": "https://example.com",
-                                "title": "t",
-                                "encrypted_content": f"enc{KEY}",
-                            }
-                        ],
-                    },
-                    {
-                        "type": "tool_use",
-                        "id": "toolu_01" + KEY,
-                        "name": "bash",
-                        "input": {
-                            "command": f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}",
-                            "env": [f"TOKEN={TOKEN}", {"deep": [f"id {KEY}"]}],
-                            "count": 3,
-                        },
-                    },
-                ],
-            },
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": "toolu_01" + KEY,
-                        "content": [
-                            {"type": "text", "text": f"done {TOKEN}"},
-                            {
-                                "type": "image",
-                                "source": {
-                                    "type": "base64",
-                                    "media_type": "image/png",
-                                    "data": DATA,
-                                },
-                            },
-                        ],
-                    },
-                    {
-                        "type": "document",
-                        "source": {"type": "base64", "media_type": "application/pdf", "data": DATA},
-                    },
-                    {"type": "document", "source": {"type": "file", "file_id": "file_" + KEY}},
-                    {"type": "text", "text": "now?", "cache_control": {"type": "ephemeral"}},
-                ],
-            },
-        ],
-    }
+    )
 
 
 def without_text(request: dict[str, Any]) -> dict[str, Any]:

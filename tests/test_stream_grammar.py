@@ -37,7 +37,8 @@ from gateway_policies.testing import (
     run_stream,
     text_block,
 )
-from gateway_policies.tool_gate import ToolCallGate, canonical_input
+from gateway_policies.tool_gate import ToolCallGate
+from gateway_policies.tool_input import canonical_input
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

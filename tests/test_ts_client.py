@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway_policies import StreamEvent
-from gateway_policies.tool_gate import canonical_input
+from gateway_policies.tool_input import canonical_input
 
 from .support.fake_upstream import MODEL, FakeUpstream
 from .support.framings import (

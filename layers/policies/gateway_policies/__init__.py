@@ -2,8 +2,9 @@
 
 The author's API is this package's top level: `base` (Policy, PolicyContext,
 StreamEvent), `actions` (what a policy records for the audit), `options`
-(PolicyOptions), `text` (TextRewriter), `tool_gate` (ToolCallGate), `numbers`,
-`exceptions`, and `testing` (a policy's unit tests).
+(PolicyOptions), `text` (TextRewriter), `tool_gate` (ToolCallGate),
+`tool_input` (canonical_input), `numbers`, `exceptions`, and `testing` (a
+policy's unit tests).
 `builtin/` holds the built-in policies, written against that API like any
 other. `runtime/` is what runs policies in the gateway: the chain, the loader,
 the diff the fallback records, and the SSE codec.
@@ -23,7 +24,8 @@ from .runtime.document import PolicyDocument
 from .runtime.loader import BUILTIN_POLICIES, load_chain, load_document
 from .slots import response_text_slots, text_slots
 from .text import TextRewriter, rewrite_text, subn_in_windows
-from .tool_gate import ToolCallGate, canonical_input
+from .tool_gate import ToolCallGate
+from .tool_input import canonical_input
 
 if TYPE_CHECKING:
     from .options import PolicyOptions

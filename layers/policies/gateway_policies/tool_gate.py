@@ -24,13 +24,13 @@ call could act on it. Every other event passes through as it arrives.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
+from .tool_input import assembled_inputs
 from .upstream_tools import (
     CALL_TYPES,
     UPSTREAM_CALL_TYPES,
@@ -42,34 +42,7 @@ from .upstream_tools import (
 
 log = logging.getLogger("gateway_policies.tool_gate")
 
-TRACKED_BY_EVERY_SDK = ("tool_use", "server_tool_use")
-"""The call blocks whose input every SDK's stream assembles from the deltas."""
 _UNREADABLE = "its input is not valid JSON, so it could not be checked"
-
-
-def canonical_input(value: Any) -> str:
-    """The tool input as the text rules match against, the same in a response and a stream."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def assembled_inputs(block: JSONObject, partials: list[str]) -> list[Any]:
-    """Each input an SDK can make of a streamed call: from its start's `input` and the
-    `partial_json` of its `input_json_delta`s. ValueError when the partials are not JSON.
-
-    The SDKs disagree at the edges, so every reading is judged: once a delta came, the
-    TypeScript SDK takes the partials ({} when all were empty) where the Python SDK keeps
-    the start's input unless some partial had text; and both SDKs' plain (non-beta)
-    streams leave an `mcp_tool_use`'s input as its start gave it.
-    """
-    start = block.get("input", {})
-    if not partials:
-        return [start]
-    raw = "".join(partials)
-    streamed = json.loads(raw) if raw else {}
-    replaced = bool(raw) and block.get("type") in TRACKED_BY_EVERY_SDK
-    if replaced or canonical_input(streamed) == canonical_input(start):
-        return [streamed]
-    return [start, streamed]
 
 
 def blocked_text(policy: str, tool: str, reason: str, *, upstream: bool = False) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import field_validator, model_validator
 
 from .options import PolicyOptions
-from .tool_gate import canonical_input
+from .tool_input import canonical_input
 from .upstream_tools import ServerTool
 
 

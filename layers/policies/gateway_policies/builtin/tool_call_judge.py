@@ -31,7 +31,8 @@ from pydantic import Field, field_validator
 
 from .. import recorder
 from ..base import PolicyContext
-from ..tool_gate import ToolCallGate, canonical_input
+from ..tool_gate import ToolCallGate
+from ..tool_input import canonical_input
 from ..tool_options import McpServerOptions
 from ..upstream_tools import ServerTool
 
