@@ -286,24 +286,30 @@ def through_gateway(env: Environment, turns: list[dict[str, Any]]) -> dict[str, 
     sdk = [sdk_body(turn) for turn in turns]
     spaced = [spaced_body(turn) for turn in turns]
     direct = Connection(HOST, env.upstream_port)
+    sessions = {"on": (MEMO_BYTES, sdk), "off": ("0", sdk), "on, spaced": (MEMO_BYTES, spaced)}
     with ExitStack() as stack:
-        port = free_port()
+        floor = free_port()
         upstream = f"http://{HOST}:{env.upstream_port}"
-        floor_args = [sys.executable, str(BENCH / "relay_floor.py"), str(port), upstream]
-        stack.enter_context(running(floor_args, dict(os.environ), "relay-floor.log", port))
+        floor_args = [sys.executable, str(BENCH / "relay_floor.py"), str(floor), upstream]
+        stack.enter_context(running(floor_args, dict(os.environ), "relay-floor.log", floor))
+        ports = {
+            label: stack.enter_context(
+                env.gateway(
+                    f"detect-memo-{label.replace(', ', '-')}",
+                    CHAIN,
+                    extra={settings.ENV_POLICY_MEMO_BYTES: memo},
+                )
+            )
+            for label, (memo, _) in sessions.items()
+        }
+        # Connections opened once every server is up: a local serve closes one idle for 5 s.
         calls = {
             "direct": partial(direct.post, MESSAGES, sdk[-1]),
             "direct, spaced": partial(direct.post, MESSAGES, spaced[-1]),
-            "floor": partial(Connection(HOST, port).post, MESSAGES, sdk[-1]),
+            "floor": partial(Connection(HOST, floor).post, MESSAGES, sdk[-1]),
         }
-        for label, memo, bodies in (
-            ("on", MEMO_BYTES, sdk),
-            ("off", "0", sdk),
-            ("on, spaced", MEMO_BYTES, spaced),
-        ):
-            extra = {settings.ENV_POLICY_MEMO_BYTES: memo}
-            name = f"detect-memo-{label.replace(', ', '-')}"
-            gateway = Connection(HOST, stack.enter_context(env.gateway(name, CHAIN, extra=extra)))
+        for label, (_, bodies) in sessions.items():
+            gateway = Connection(HOST, ports[label])
             for body in bodies[:-1]:
                 gateway.post(MESSAGES, body)
             calls[label] = partial(gateway.post, MESSAGES, bodies[-1])
