@@ -141,3 +141,12 @@ def test_jwt_header_names_an_algorithm() -> None:
     header = base64.urlsafe_b64encode(b'{"alg":"HS256"}').decode().rstrip("=")
     assert v.jwt_header(f"{header}.eyJzdWIiOiIxIn0.Zr8kP2qLm9xT4vWq")
     assert not v.jwt_header("eyJmb28iOiJiYXIifQ.eyJzdWIiOiIxIn0.Zr8kP2qLm9xT4vWq")
+
+
+def test_command_password_needs_six_characters_and_more_than_a_word() -> None:
+    assert v.command_password("S3cr3tPassw0rd")
+    assert v.command_password("hunter2!")
+    assert not v.command_password("2222")  # `ssh -p 2222`: a port
+    assert not v.command_password("string")  # `--password string` in a help text
+    assert not v.command_password("$DB_PASSWORD")
+    assert not v.command_password("changeme1")

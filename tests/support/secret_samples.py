@@ -188,6 +188,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("openshift_user_token", ("sha256~", R(B64URL, 43))),
     Family("vault_token", ("hvs.", R(B64URL, 90, 100))),
     Family("vault_batch_token", ("hvb.", R(B64URL, 138, 200))),
+    Family("vault_legacy_token", ("s.", R(A62, 24)), "vault_token", labelled=True),
+    Family(
+        "vault_legacy_token", ("s.", R(A62, 24), ".", R(A62, 4, 5)), "vault_token", labelled=True
+    ),
     Family("terraform_cloud_token", (R(A62, 14), ".atlasv1.", R(B64URL, 60, 70))),
     Family("pulumi_access_token", ("pul-", R(HEX, 40))),
     Family("doppler_token", ("dp.pt.", R(A62, 40, 44))),
@@ -451,6 +455,60 @@ def _service_account(rng: random.Random) -> Value:
     return Value("gcp_service_account_key", doc, key_id, "", document=True)
 
 
+COMMAND_LINES = (
+    ("cli_password_flag", "docker login -u deploy --password {} registry.example.com", "login"),
+    ("cli_password_flag", "mysqldump --user=backup --password={} billing", "backup_command"),
+    # MySQL's short option takes its password attached: `-p<password>`.
+    ("cli_password_short_flag", "mysql -h db.internal -u app -p{} billing", "db_command"),
+    ("cli_password_short_flag", "podman login -u deploy -p {} registry.example.com", "login"),
+    ("cli_password_short_flag", "sshpass -p {} ssh -p 2222 bastion.internal uptime", "ssh"),
+    ("cli_password_short_flag", "redis-cli -h cache.internal -p 6379 -a {} ping", "cache"),
+)
+"""Commands that take a password as an option, written as each command's manual has it."""
+
+
+def _command_lines(rng: random.Random) -> Iterator[Value]:
+    """Passwords and tokens given on a command line."""
+    for kind, command, label in COMMAND_LINES:
+        password = _password(rng, 16).replace("@", "!")
+        yield Value(kind, command.format(password), password, label)
+    token = "s." + Random(A62, 24).draw(rng)
+    yield Value("vault_legacy_token", f"vault login {token}", token, "login_command")
+    token = "s." + Random(A62, 24).draw(rng)
+    header = (
+        f'curl -H "X-Vault-Token: {token}" https://vault.internal:8200/v1/auth/token/lookup-self'
+    )
+    yield Value("vault_legacy_token", header, token, "vault_request")
+
+
+def _basic(rng: random.Random, user: str) -> str:
+    return base64.b64encode(f"{user}:{_password(rng, 18)}".encode()).decode()
+
+
+def _registry_auths(rng: random.Random) -> Iterator[Value]:
+    """Docker's config.json `auth` and .npmrc's `_auth`: base64 of `user:password`."""
+    auth = _basic(rng, "deploy")
+    config = json.dumps({"auths": {"registry.example.com": {"auth": auth}}}, separators=(",", ":"))
+    yield Value("docker_config_auth", config, auth, "docker_auth_config")
+    hub, ghcr = _basic(rng, "bob"), _basic(rng, "bob-ci")
+    pretty = {
+        "auths": {"https://index.docker.io/v1/": {"auth": hub}, "ghcr.io": {"auth": ghcr}},
+        "credsStore": "",
+    }
+    doc = json.dumps(pretty, indent="\t") + "\n"
+    yield Value("docker_config_auth", doc, hub, "", document=True, more=(ghcr,))
+    auth = _basic(rng, "deploy")
+    line = f"//registry.example.com/:_auth={auth}"
+    yield Value("npm_legacy_auth", line, auth, "npmrc_line")
+    auth = _basic(rng, "ci")
+    npmrc = (
+        "registry=https://registry.example.com/\n"
+        f"//registry.example.com/:_auth = {auth}\n"
+        "//registry.example.com/:always-auth=true\n"
+    )
+    yield Value("npm_legacy_auth", npmrc, auth, "", document=True)
+
+
 def _specials(rng: random.Random) -> Iterator[Value]:
     """Families whose secret sits inside a larger value or document."""
     header = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
@@ -494,6 +552,8 @@ def _specials(rng: random.Random) -> Iterator[Value]:
     )
     basic = base64.b64encode(f"svc-billing:{_password(rng, 18)}".encode()).decode()
     yield Value("basic_auth_header", f"Basic {basic}", basic, "authorization")
+    yield from _command_lines(rng)
+    yield from _registry_auths(rng)
     yield _kubernetes(rng, kubectl_order=False)
     yield _kubernetes(rng, kubectl_order=True)
     yield _putty(rng)
@@ -695,6 +755,36 @@ def corpus_near_misses(rng: random.Random) -> Iterator[str]:
     yield "phone: +1 (555) 0100, ssn: 000-12-3456, card: 4111 1111 1111 1112\n"
     yield "version 1234-5678-9012-3456 and build 2024-01-1234\n"
     yield "ctx.quantize(Decimal('+35236450.6'), rounding=ROUND_UP)\n"
+    yield from _command_near_misses()
+
+
+def _command_near_misses() -> Iterator[str]:
+    """Options that are no password: a port, stdin, a prompt, a reference, a help text."""
+    yield "docker login -u deploy --password-stdin registry.example.com\n"
+    yield 'echo "$CR_PAT" | docker login ghcr.io -u bob --password-stdin\n'
+    yield "docker login -u deploy -p $REGISTRY_PASSWORD registry.example.com\n"
+    yield "ssh -p 2222 -i ~/.ssh/id_ed25519 bastion.internal\n"
+    yield "docker run -d -p 8080:80 -p 8443:443 nginx\n"
+    yield "mysql -h db -u root -p billing\n"
+    yield "mysql -u root -p${MYSQL_ROOT_PASSWORD} billing\n"
+    yield 'redis-cli -h cache -p 6379 -a "$REDIS_PASSWORD" ping\n'
+    yield "sshpass -p '<password>' ssh -p 2222 bastion.internal\n"
+    yield "psql --password --host db.internal billing\n"
+    yield "  -p, --password string   Password\n      --password-stdin    Read it from stdin\n"
+    yield "Pass the --password flag, or set MYSQL_PWD.\n"
+    yield "mysqldump --user=backup --password=changeme billing\n"
+    yield 'parser.add_argument("--password", "-p", help="the password")\n'
+    yield "//registry.npmjs.org/:_authToken=${NPM_TOKEN}\n"
+    yield "_auth=${NPM_AUTH}\n"
+    placeholder = base64.b64encode(b"user:password").decode()
+    yield f"//registry.example.com/:_auth={placeholder}\n"
+    yield json.dumps({"auths": {"registry.example.com": {"auth": placeholder}}}, indent=2)
+    yield '{"auth": "${DOCKER_AUTH}", "email": ""}\n'
+    yield "return s.substring(0, 24);\n"
+    yield "String upper = s.toUpperCase(Locale.ROOT);\n"
+    yield "vault login -method=userpass username=bob\n"
+    yield "export VAULT_TOKEN=$(vault print token)\n"
+    yield "vault_token = s.getVaultTokenFromTheEnvironment()\n"
 
 
 def false_positives(seed: int = 0, skip: Collection[str] = ()) -> list[str]:

@@ -116,6 +116,18 @@ def plausible_password(password: str) -> bool:
     return not _has_run(password, 4)
 
 
+COMMAND_PASSWORD_MIN = 6
+"""Characters a password on a command line needs: a port (`-p 2222`) has at most five."""
+
+
+def command_password(password: str) -> bool:
+    """A password given as a command's option: a plausible password (`plausible_password`) of
+    at least six characters, not one plain word (`--password string` in a help text)."""
+    if len(password) < COMMAND_PASSWORD_MIN or password.isalpha():
+        return False
+    return plausible_password(password)
+
+
 def base62(number: int, width: int) -> str:
     """`number` in base62 (BASE62's digit order), left-padded with zeros to `width`."""
     digits = ""

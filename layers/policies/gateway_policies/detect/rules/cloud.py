@@ -9,6 +9,8 @@ from ..shapes import UUID, UUID_WIDTH, hex_run, labelled, token
 from ..validators import azure_signature, plausible_token
 
 _B64 = "A-Za-z0-9+/"
+_VAULT_LEGACY = r"s\.[A-Za-z0-9]{24}(?:\.[A-Za-z0-9]{4,5})?"
+_VAULT_LEGACY_WIDTH = 2 + 24 + 6
 
 # A Secret manifest's values: the `data:` (base64) or `stringData:` entries, up to 16 of them,
 # before or after its `kind: Secret` line (kubectl prints keys in alphabetical order: `data`
@@ -105,6 +107,29 @@ RULES: tuple[Rule, ...] = (
     token("openshift_user_token", r"sha256~[A-Za-z0-9_-]{43}", 50, ("sha256~",)),
     token("vault_token", r"hvs\.[A-Za-z0-9_-]{90,120}", 124, ("hvs.",)),
     token("vault_batch_token", r"hvb\.[A-Za-z0-9_-]{138,300}", 304, ("hvb.",)),
+    # Vault's service tokens before 1.10: `s.` and 24 base62, with `.` and the namespace's id
+    # in a namespace (vault/token_store.go). `s.` + 24 letters is also code (`s.someMethodName`),
+    # so only where Vault takes a token: a `VAULT_TOKEN`/`X-Vault-Token` label, `vault login`.
+    labelled(
+        "vault_legacy_token",
+        r"vault[_-]?token",
+        11,
+        _VAULT_LEGACY,
+        _VAULT_LEGACY_WIDTH,
+        ("vault",),
+        validator=plausible_token,
+    ),
+    Rule(
+        kind="vault_legacy_token",
+        pattern=(
+            r"vault[ \t]{1,4}(?:login|token[ \t]{1,4}(?:lookup|renew|revoke))"
+            r"(?:[ \t]{1,4}-[^ \t\r\n]{1,64}){0,4}[ \t]{1,4}(?:token=)?"
+            rf"(?P<secret>{_VAULT_LEGACY})(?:[^A-Za-z0-9_-]|$)"
+        ),
+        max_length=5 + 4 + 5 + 4 + 6 + 4 * (4 + 1 + 64) + 4 + 6 + _VAULT_LEGACY_WIDTH + 1,
+        keywords=("vault",),
+        validator=plausible_token,
+    ),
     token(
         "terraform_cloud_token",
         r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,70}",

@@ -5,13 +5,30 @@ from __future__ import annotations
 
 from ..rule import Rule
 from ..shapes import UUID, UUID_WIDTH, hex_run, labelled, token
-from ..validators import jwt_header, npm_checksum
+from ..validators import basic_credentials, jwt_header, npm_checksum
 
 _B64URL = "[A-Za-z0-9_-]"
+_BASIC = r"(?P<secret>[A-Za-z0-9+/]{6,400}={0,2})"
+"""Base64 of `user:password`, as HTTP Basic carries it (validators.basic_credentials)."""
+_BASIC_WIDTH = 402
 
 RULES: tuple[Rule, ...] = (
     # npm's tokens carry GitHub's checksum: 30 random characters and their CRC32 in base62.
     token("npm_access_token", r"npm_[A-Za-z0-9]{36}", 40, ("npm_",), validator=npm_checksum),
+    # .npmrc's legacy `_auth` (`//registry/:_auth=…`, or `npm_config__auth` in the environment):
+    # base64 of `user:password`. `_authToken` is a token, not this: the `=` must follow `_auth`.
+    Rule(
+        kind="npm_legacy_auth",
+        pattern=(
+            r"(?:^|[^A-Za-z0-9])_auth[ \t]{0,4}=[ \t]{0,4}\\?[\"']?"
+            + _BASIC
+            + r"(?:[^A-Za-z0-9+/=]|$)"
+        ),
+        max_length=1 + 5 + 4 + 1 + 4 + 2 + _BASIC_WIDTH + 1,
+        keywords=("_auth",),
+        validator=basic_credentials,
+        ignore_case=True,
+    ),
     # A PyPI token is a macaroon whose base64 begins with the encoded "pypi.org" location; its
     # caveats (project names, expiry) make it longer, and a token past the bound would be missed
     # whole, so the bound is wide.
@@ -32,6 +49,16 @@ RULES: tuple[Rule, ...] = (
     token("nuget_api_key", r"oy2[a-z0-9]{43}", 46, ("oy2",)),
     token(
         "docker_hub_token", r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,32}", 41, ("dckr_pat_", "dckr_oat_")
+    ),
+    # A registry's entry in Docker's client config (`~/.docker/config.json`, and Podman's
+    # `auth.json`, a `DOCKER_AUTH_CONFIG`, a `.dockerconfigjson`): `"auth"`, base64 of
+    # `user:password`, in JSON that may be pretty-printed or escaped inside another string.
+    Rule(
+        kind="docker_config_auth",
+        pattern=(r"\\?\"auth\\?\"[ \t]{0,4}:[ \t]{0,4}\\?\"" + _BASIC + r"\\?\""),
+        max_length=2 + 5 + 2 + 4 + 1 + 4 + 2 + _BASIC_WIDTH + 2,
+        keywords=('"auth',),
+        validator=basic_credentials,
     ),
     token("jfrog_api_key", r"AKCp[A-Za-z0-9]{69}", 73, ("akcp",)),
     token("jfrog_reference_token", r"cmVmdGtuOjAxOj[A-Za-z0-9]{50}", 64, ("cmvmdgtuojaxoj",)),

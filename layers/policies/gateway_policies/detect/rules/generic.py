@@ -1,5 +1,6 @@
-"""Credentials found by where they are written rather than by their shape: labelled values
-(`password=…`, `api_key: …`), passwords in URLs, `curl -u`, HTTP Basic headers.
+"""Credentials found by where they are written rather than by their shape: passwords given as
+a command's options (`--password …`, `mysql -p…`), labelled values (`password=…`,
+`api_key: …`), passwords in URLs, `curl -u`, HTTP Basic headers.
 
 Every value here must look like a secret to count (validators.plausible_value and
 plausible_password): long enough, letters and digits, random, and not a placeholder, a template
@@ -11,11 +12,56 @@ from __future__ import annotations
 from ..rule import Rule
 from ..shapes import URL_USERINFO as _USERINFO
 from ..shapes import labelled
-from ..validators import basic_credentials, plausible_password
+from ..validators import basic_credentials, command_password, plausible_password
 
 _VALUE = r"[A-Za-z0-9!#$%&*+./:=?@^_|~-]{8,128}"
 
+# An option's value: a shell word, or a quoted one, that is not the next option.
+_ARGUMENT = r"(?P<secret>[^- \t\r\n\"'\\][^ \t\r\n\"'\\]{2,127})(?:[\\\"' \t\r\n]|$)"
+_ARGUMENT_WIDTH = 128 + 1
+_QUOTE = r"\\?[\"']?"
+# The rest of one command before an option: it ends at a line's or a pipeline's end.
+_COMMAND_TAIL = r"(?:[ \t][^\r\n|;&]{0,200}?)?"
+_COMMAND_TAIL_WIDTH = 201
+
+# `-p` is a port to ssh and `docker run`, a password only to these: MySQL's and MariaDB's
+# clients (attached, `-pS3cret`: `-p S3cret` prompts and names a database), a registry login,
+# sshpass (before the command it runs); redis-cli's is `-a` or `--pass`.
+_SHORT_FLAG_COMMANDS = (
+    r"(?:(?:^|[^A-Za-z0-9_-])(?:mysql[a-z]{0,6}|mariadb(?:-[a-z]{1,8})?)"
+    + _COMMAND_TAIL
+    + r"[ \t]-p"
+    + r"|(?:docker|podman|nerdctl|buildah)[ \t]{1,4}login"
+    + _COMMAND_TAIL
+    + r"[ \t]-p(?:[ \t]{1,4}|=)?"
+    + r"|sshpass(?:[ \t]{1,4}-[ehv]){0,3}[ \t]{1,4}-p[ \t]{0,4}"
+    + r"|redis-cli"
+    + _COMMAND_TAIL
+    + r"[ \t](?:-a|--pass)[ \t]{1,4})"
+)
+# The widest branch: a boundary and `mariadb-` + 8 letters, or `nerdctl`, 4 blanks, `login`,
+# then the tail, the option and its blanks.
+_SHORT_FLAG_COMMANDS_WIDTH = 1 + 16 + _COMMAND_TAIL_WIDTH + 6 + 4
+
 RULES: tuple[Rule, ...] = (
+    # Before the labelled values: `--password=…` is one too, and this kind names it.
+    Rule(
+        kind="cli_password_flag",
+        pattern=(
+            r"(?:^|[ \t\"'=])--(?:(?:db|admin|root|master-user|new)-)?passw(?:or)?d"
+            r"(?:(?:=|[ \t]{1,4})" + _QUOTE + r"|\\?[\"'],[ \t]{0,4}\\?[\"'])" + _ARGUMENT
+        ),
+        max_length=1 + 2 + len("master-user-password") + 2 + 1 + 4 + 2 + _ARGUMENT_WIDTH,
+        keywords=("passw",),
+        validator=command_password,
+    ),
+    Rule(
+        kind="cli_password_short_flag",
+        pattern=_SHORT_FLAG_COMMANDS + _QUOTE + _ARGUMENT,
+        max_length=_SHORT_FLAG_COMMANDS_WIDTH + 2 + _ARGUMENT_WIDTH,
+        keywords=("mysql", "mariadb", "login", "sshpass", "redis-cli"),
+        validator=command_password,
+    ),
     labelled(
         "generic_password",
         r"(?:passw(?:or)?d|passphrase|pwd)",
