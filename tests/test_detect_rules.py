@@ -125,8 +125,7 @@ KINDS = {rule.kind for rule in RULES}
     "sample", TRUE_POSITIVES, ids=[f"{s.kind}-{s.context}" for s in TRUE_POSITIVES]
 )
 def test_every_sample_is_found_with_its_kind_in_every_context(sample: Sample) -> None:
-    if sample.kind not in KINDS:
-        pytest.skip(f"{sample.kind} is a core kind, not in this catalogue")
+    assert sample.kind in KINDS, f"{sample.kind}: no rule of the catalogue has this kind"
     found = [(s, e) for s, e, kind in scan(sample.text) if kind == sample.kind]
     for secret in sample.secrets:
         at = sample.text.index(secret)
@@ -140,7 +139,7 @@ def test_other_draws_of_every_format_are_found_too(seed: int) -> None:
     missed = [
         (sample.kind, sample.context)
         for sample in true_positives(seed + 100)
-        if sample.kind in KINDS and not any(kind == sample.kind for _, _, kind in scan(sample.text))
+        if not any(kind == sample.kind for _, _, kind in scan(sample.text))
     ]
     assert missed == []
 

@@ -26,9 +26,9 @@ import pytest
 from gateway_policies.detect.rules import pii
 
 from .support.client import policy_chain
-from .support.fake_upstream import MODEL, FakeUpstream, api_rules
+from .support.fake_upstream import FakeUpstream, api_rules
 from .support.gateway import GatewayFactory
-from .support.sdk import ask, both, sdk
+from .support.sdk import ask, both, count_and_batch, sdk
 from .support.secret_samples import Sample, Value, placed, values
 from .support.untouchable_request import KEY, TOKEN, untouchable_request
 
@@ -163,11 +163,7 @@ def test_count_tokens_and_batch_creation_redact_every_family(
 ) -> None:
     upstream.rules = api_rules
     client = sdk(make_gateway(policy_config=CHAIN))
-    body = conversation()
-    extra = {"mcp_servers": body.pop("mcp_servers")}
-    client.messages.count_tokens(model=MODEL, extra_body=extra, **body)
-    entry: Any = {"custom_id": "a", "params": {"model": MODEL, "max_tokens": 64, **conversation()}}
-    client.messages.batches.create(requests=[entry])
+    count_and_batch(client, conversation)
     counted, batch = upstream.requests
     for raw in (counted.body, batch.body):
         no_secret_on_the_wire(raw)

@@ -24,7 +24,7 @@ from gateway_policies.testing import run_request
 from .support.client import policy_chain
 from .support.fake_upstream import MODEL, FakeUpstream, api_rules
 from .support.gateway import GatewayFactory
-from .support.sdk import ask, both, sdk
+from .support.sdk import ask, both, count_and_batch, sdk
 from .support.untouchable_request import KEY, TOKEN, untouchable_request
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -113,11 +113,7 @@ def test_count_tokens_and_batch_creation_redact_the_same_fields(
 ) -> None:
     upstream.rules = api_rules
     client = sdk(make_gateway(policy_config=policy_chain(("redact_secrets", {}))))
-    body = conversation()
-    extra = {"mcp_servers": body.pop("mcp_servers")}
-    client.messages.count_tokens(model=MODEL, extra_body=extra, **body)
-    entry: Any = {"custom_id": "a", "params": {"model": MODEL, "max_tokens": 64, **conversation()}}
-    client.messages.batches.create(requests=[entry])
+    count_and_batch(client, conversation)
     counted, batch = upstream.requests
     check_redacted(counted.json)
     check_redacted(batch.json["requests"][0]["params"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -49,6 +50,17 @@ def reject_the_rewrite(body: dict[str, Any]) -> Reply | None:
 def sdk(url: str, **kwargs: Any) -> anthropic.Anthropic:
     """The official SDK, pointed at a gateway; no SDK retries so call counts are exact."""
     return anthropic.Anthropic(base_url=url, api_key="sk-ant-test-key", max_retries=0, **kwargs)
+
+
+def count_and_batch(client: anthropic.Anthropic, request: Callable[[], dict[str, Any]]) -> None:
+    """Send `request()` to count_tokens and, anew, as the one entry of a new batch: the two
+    endpoints besides messages whose requests run the chain. Its `mcp_servers` goes to
+    count_tokens as an extra field (the SDK's count_tokens has no parameter for it)."""
+    body = request()
+    extra = {"mcp_servers": body.pop("mcp_servers")}
+    client.messages.count_tokens(model=MODEL, extra_body=extra, **body)
+    entry: Any = {"custom_id": "a", "params": {"model": MODEL, "max_tokens": 64, **request()}}
+    client.messages.batches.create(requests=[entry])
 
 
 def client(
