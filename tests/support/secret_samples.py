@@ -463,6 +463,9 @@ COMMAND_LINES = (
     ("cli_password_short_flag", "podman login -u deploy -p {} registry.example.com", "login"),
     ("cli_password_short_flag", "sshpass -p {} ssh -p 2222 bastion.internal uptime", "ssh"),
     ("cli_password_short_flag", "redis-cli -h cache.internal -p 6379 -a {} ping", "cache"),
+    # The shell's operators end an unquoted word; a newline is one escaped in a JSON tool result.
+    ("cli_password_short_flag", "mysql -uroot -p{}<schema.sql", "db_restore"),
+    ("cli_password_short_flag", "cd /srv/backups\nmysqldump -uroot -p{}|gzip>b.sql.gz", "backup"),
 )
 """Commands that take a password as an option, written as each command's manual has it."""
 
@@ -472,6 +475,12 @@ def _command_lines(rng: random.Random) -> Iterator[Value]:
     for kind, command, label in COMMAND_LINES:
         password = _password(rng, 16).replace("@", "!")
         yield Value(kind, command.format(password), password, label)
+    # Quoted, a password may hold spaces.
+    spaced = f"{_password(rng, 8)} {_password(rng, 8)}".replace("@", "!")
+    login = f"docker login -u deploy --password '{spaced}' registry.example.com"
+    yield Value("cli_password_flag", login, spaced, "login_quoted")
+    ssh = f'sshpass -p "{spaced}" ssh bastion.internal uptime'
+    yield Value("cli_password_short_flag", ssh, spaced, "ssh_quoted")
     token = "s." + Random(A62, 24).draw(rng)
     yield Value("vault_legacy_token", f"vault login {token}", token, "login_command")
     token = "s." + Random(A62, 24).draw(rng)
@@ -765,6 +774,11 @@ def _command_near_misses() -> Iterator[str]:
     yield "docker login -u deploy -p $REGISTRY_PASSWORD registry.example.com\n"
     yield "ssh -p 2222 -i ~/.ssh/id_ed25519 bastion.internal\n"
     yield "docker run -d -p 8080:80 -p 8443:443 nginx\n"
+    yield "docker run -d --name mysql -p3306:3306 mysql:8\n"
+    yield json.dumps({"out": "docker login ghcr.io\ndocker run -p 8080:80 nginx"})
+    yield "  --password DB_PASS   the variable that holds it\n"
+    yield "connect(user, '--password=self.db_pass')\n"
+    yield "vault-agent --password /run/secrets/db_pw2 --config agent.hcl\n"
     yield "mysql -h db -u root -p billing\n"
     yield "mysql -u root -p${MYSQL_ROOT_PASSWORD} billing\n"
     yield 'redis-cli -h cache -p 6379 -a "$REDIS_PASSWORD" ping\n'

@@ -120,10 +120,15 @@ COMMAND_PASSWORD_MIN = 6
 """Characters a password on a command line needs: a port (`-p 2222`) has at most five."""
 
 
+_NOT_A_COMMAND_PASSWORD = re.compile(r"[0-9.:]+(?:/(?:tcp|udp))?|[A-Za-z_.-]+|(?:\.?/|~).*")
+"""A port mapping (`-p3306:3306`), a name (`--password DB_PASS`, `self.db_pass`) or a path
+(`--password /run/secrets/db`): what a command line or its help text puts after such an option."""
+
+
 def command_password(password: str) -> bool:
     """A password given as a command's option: a plausible password (`plausible_password`) of
-    at least six characters, not one plain word (`--password string` in a help text)."""
-    if len(password) < COMMAND_PASSWORD_MIN or password.isalpha():
+    at least six characters, not a port mapping, a name or a path (_NOT_A_COMMAND_PASSWORD)."""
+    if len(password) < COMMAND_PASSWORD_MIN or _NOT_A_COMMAND_PASSWORD.fullmatch(password):
         return False
     return plausible_password(password)
 

@@ -16,19 +16,34 @@ from ..validators import basic_credentials, command_password, plausible_password
 
 _VALUE = r"[A-Za-z0-9!#$%&*+./:=?@^_|~-]{8,128}"
 
-# An option's value: a shell word, or a quoted one, that is not the next option.
-_ARGUMENT = r"(?P<secret>[^- \t\r\n\"'\\][^ \t\r\n\"'\\]{2,127})(?:[\\\"' \t\r\n]|$)"
-_ARGUMENT_WIDTH = 128 + 1
-_QUOTE = r"\\?[\"']?"
-# The rest of one command before an option: it ends at a line's or a pipeline's end.
-_COMMAND_TAIL = r"(?:[ \t][^\r\n|;&]{0,200}?)?"
+# An option's value: a shell word that is not the next option and ends at the shell's own
+# operators (`-pS3cret<dump.sql`, `-pS3cret|gzip`), or a quoted one, spaces and all (a rule
+# of its own for each quote: `re` takes a group's name once per pattern).
+_WORD_END = r" \t\r\n\"'\\<>|&;()`"
+_VALUES = (
+    (rf"\\?[\"']?(?P<secret>[^-{_WORD_END}][^{_WORD_END}]{{2,127}})(?:[{_WORD_END}]|$)", 2 + 129),
+    (r"\\?\"(?P<secret>[^\"\\\r\n]{6,128})\\?\"", 2 + 128 + 2),
+    (r"'(?P<secret>[^'\\\r\n]{6,128})'", 1 + 128 + 1),
+)
+# Before an option or a command: the text's start, a blank, or a newline or tab written out
+# as a JSON escape (a tool's JSON output holding the command).
+_ESCAPED = r"\\[nrt]"
+# The rest of one command before an option: it ends at a line's or a pipeline's end, a
+# written-out escape included.
+_COMMAND_TAIL = r"(?:[ \t][^\r\n|;&\\]{0,200}?)?"
 _COMMAND_TAIL_WIDTH = 201
 
+# `--password` and its kin, then `=`, blanks, or an argument list's `", "`.
+_LONG_OPTION = (
+    rf"(?:^|{_ESCAPED}|[ \t\"'=])--(?:(?:db|admin|root|master-user|new)-)?passw(?:or)?d"
+    r"(?:=|[ \t]{1,4}|\\?[\"'],[ \t]{0,4})"
+)
+_LONG_OPTION_WIDTH = 2 + 2 + len("master-user-password") + 2 + 1 + 4
 # `-p` is a port to ssh and `docker run`, a password only to these: MySQL's and MariaDB's
 # clients (attached, `-pS3cret`: `-p S3cret` prompts and names a database), a registry login,
 # sshpass (before the command it runs); redis-cli's is `-a` or `--pass`.
-_SHORT_FLAG_COMMANDS = (
-    r"(?:(?:^|[^A-Za-z0-9_-])(?:mysql[a-z]{0,6}|mariadb(?:-[a-z]{1,8})?)"
+_SHORT_OPTION = (
+    rf"(?:(?:^|{_ESCAPED}|[^A-Za-z0-9_-])(?:mysql[a-z]{{0,6}}|mariadb(?:-[a-z]{{1,8}})?)"
     + _COMMAND_TAIL
     + r"[ \t]-p"
     + r"|(?:docker|podman|nerdctl|buildah)[ \t]{1,4}login"
@@ -39,28 +54,33 @@ _SHORT_FLAG_COMMANDS = (
     + _COMMAND_TAIL
     + r"[ \t](?:-a|--pass)[ \t]{1,4})"
 )
-# The widest branch: a boundary and `mariadb-` + 8 letters, or `nerdctl`, 4 blanks, `login`,
+# The widest branch: an escape and `mariadb-` + 8 letters, or `nerdctl`, 4 blanks, `login`,
 # then the tail, the option and its blanks.
-_SHORT_FLAG_COMMANDS_WIDTH = 1 + 16 + _COMMAND_TAIL_WIDTH + 6 + 4
+_SHORT_OPTION_WIDTH = 2 + 16 + _COMMAND_TAIL_WIDTH + 6 + 4
+
+
+def _options(kind: str, option: str, width: int, keywords: tuple[str, ...]) -> tuple[Rule, ...]:
+    """A password given after `option`: one rule per way its value may be written."""
+    return tuple(
+        Rule(
+            kind=kind,
+            pattern=option + value,
+            max_length=width + value_width,
+            keywords=keywords,
+            validator=command_password,
+        )
+        for value, value_width in _VALUES
+    )
+
 
 RULES: tuple[Rule, ...] = (
     # Before the labelled values: `--password=…` is one too, and this kind names it.
-    Rule(
-        kind="cli_password_flag",
-        pattern=(
-            r"(?:^|[ \t\"'=])--(?:(?:db|admin|root|master-user|new)-)?passw(?:or)?d"
-            r"(?:(?:=|[ \t]{1,4})" + _QUOTE + r"|\\?[\"'],[ \t]{0,4}\\?[\"'])" + _ARGUMENT
-        ),
-        max_length=1 + 2 + len("master-user-password") + 2 + 1 + 4 + 2 + _ARGUMENT_WIDTH,
-        keywords=("passw",),
-        validator=command_password,
-    ),
-    Rule(
-        kind="cli_password_short_flag",
-        pattern=_SHORT_FLAG_COMMANDS + _QUOTE + _ARGUMENT,
-        max_length=_SHORT_FLAG_COMMANDS_WIDTH + 2 + _ARGUMENT_WIDTH,
-        keywords=("mysql", "mariadb", "login", "sshpass", "redis-cli"),
-        validator=command_password,
+    *_options("cli_password_flag", _LONG_OPTION, _LONG_OPTION_WIDTH, ("passw",)),
+    *_options(
+        "cli_password_short_flag",
+        _SHORT_OPTION,
+        _SHORT_OPTION_WIDTH,
+        ("mysql", "mariadb", "login", "sshpass", "redis-cli"),
     ),
     labelled(
         "generic_password",
