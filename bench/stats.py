@@ -5,11 +5,12 @@ off, ...). Each pair runs back to back, alternating which side goes first, so
 load from elsewhere on the machine (other processes come and go on a shared
 2-core box) mostly hits both sides of a pair alike and cancels out within it.
 A figure with more sides (a gateway, a floor and direct) takes rounds of one
-call each, the same way.
+call each, in an order drawn anew each round.
 """
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections.abc import Callable, Mapping
 
@@ -25,13 +26,22 @@ def paired(first: Call, second: Call, pairs: int, warmup: int) -> tuple[list[flo
 
 
 def rounds(calls: Mapping[str, Call], count: int, warmup: int) -> dict[str, list[float]]:
-    """Time `count` rounds of one call of each, the order turning by one each round (two
-    sides alternate which goes first); seconds per call, by name, after a warm-up."""
+    """Time `count` rounds of one call of each; seconds per call, by name, after a warm-up.
+
+    Two sides alternate which goes first. More sides go in an order drawn anew each round
+    (seeded, so two runs draw alike): turning one fixed order would put each call always
+    after the same other one, and what that one leaves running (a gateway's log line after
+    its answer) would weigh on it alone.
+    """
     names = list(calls)
+    draw = random.Random(len(names))
     times: dict[str, list[float]] = {name: [] for name in names}
     for index in range(warmup + count):
-        turn = index % len(names)
-        for name in names[turn:] + names[:turn]:
+        if len(names) == 2:
+            order = names[index % 2 :] + names[: index % 2]
+        else:
+            order = draw.sample(names, len(names))
+        for name in order:
             response = calls[name]()
             if response.status != 200:
                 raise RuntimeError(f"benchmark call answered {response.status}: {response.body!r}")

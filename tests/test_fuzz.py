@@ -14,7 +14,7 @@ import httpx2
 import pytest
 from gateway_policies import PolicyContext, StreamEvent, load_chain
 from gateway_policies.runtime.sse import SSEDecoder, encode_many
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from policy_gateway.auth.authenticator import PassthroughAuth
 from policy_gateway.fallback.budget import from_settings
@@ -224,14 +224,17 @@ def _is_typed(name: str, data: str) -> bool:
 
 
 def _relayed(sequence: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], bool]:
-    """The frames relayed as they came (up to the first mislabelled one), and whether
-    the stream then ended as the upstream meant it to (no error frame owed)."""
+    """The frames relayed as they came, up to the first mislabelled one or the message's end
+    (`message_stop` or `error`: stream_grammar lets nothing follow it), and whether the stream
+    ended there as the upstream meant it to (nothing after it, no error frame owed)."""
     relayed: list[tuple[str, str]] = []
-    for name, data in sequence:
+    for position, (name, data) in enumerate(sequence):
         if not _is_typed(name, data):
             return relayed, False
         relayed.append((name, data))
-    return relayed, any(name in ("message_stop", "error") for name, _ in relayed)
+        if name in ("message_stop", "error"):
+            return relayed, position == len(sequence) - 1
+    return relayed, False
 
 
 def _relay(chain: str | None, chunks: list[bytes]) -> httpx2.Response:
@@ -273,9 +276,21 @@ def _relay(chain: str | None, chunks: list[bytes]) -> httpx2.Response:
     return anyio.run(call)
 
 
+def _frames(sequence: list[tuple[str, str]]) -> bytes:
+    return "".join(f"event: {name}\ndata: {data}\n\n" for name, data in sequence).encode()
+
+
+AFTER_THE_END = [
+    ("error", json.dumps({"type": "error", "n": 1})),
+    ("message_start", json.dumps({"type": "message_start", "n": 1})),
+]
+"""An event after an `error` (found by this test): the relay ends the stream with its own."""
+
+
 @pytest.mark.parametrize("chain", [None, TEXT_CHAIN], ids=["no-policies", "text-policies"])
 @FUZZ
 @given(stream=sse_streams())
+@example(stream=(AFTER_THE_END, [_frames(AFTER_THE_END)], False))
 def test_relay_never_crashes_nor_emits_malformed_sse(
     chain: str | None, stream: tuple[list[tuple[str, str]], list[bytes], bool]
 ) -> None:
