@@ -24,7 +24,7 @@ TOKEN_ALPHABET = "A-Za-z0-9_-"
 URL_USERINFO = r"[A-Za-z0-9._~%!$&*+,;=-]"
 """A character of a URL's `user:password` (RFC 3986's unreserved, sub-delims and `%`)."""
 
-_ESCAPE = r"\\[nrt]"
+ESCAPE = r"\\[nrt]"
 """A JSON escape written out, as a tool's JSON output shows a newline or a tab before a key."""
 
 Validator = Callable[[str], bool]
@@ -32,7 +32,7 @@ Validator = Callable[[str], bool]
 
 def left(alphabet: str) -> str:
     """Start of the text, a character outside the alphabet, or a written-out JSON escape."""
-    return rf"(?:^|[^{alphabet}]|{_ESCAPE})"
+    return rf"(?:^|[^{alphabet}]|{ESCAPE})"
 
 
 def right(alphabet: str) -> str:

@@ -10,8 +10,8 @@ reference (`${DB_PASSWORD}`, `{{ .Values.token }}`), a variable name or a path.
 from __future__ import annotations
 
 from ..rule import Rule
+from ..shapes import ESCAPE, TOKEN_ALPHABET, labelled, left
 from ..shapes import URL_USERINFO as _USERINFO
-from ..shapes import labelled
 from ..validators import basic_credentials, command_password, plausible_password
 
 _VALUE = r"[A-Za-z0-9!#$%&*+./:=?@^_|~-]{8,128}"
@@ -25,17 +25,16 @@ _VALUES = (
     (r"\\?\"(?P<secret>[^\"\\\r\n]{6,128})\\?\"", 2 + 128 + 2),
     (r"'(?P<secret>[^'\\\r\n]{6,128})'", 1 + 128 + 1),
 )
-# Before an option or a command: the text's start, a blank, or a newline or tab written out
-# as a JSON escape (a tool's JSON output holding the command).
-_ESCAPED = r"\\[nrt]"
 # The rest of one command before an option: it ends at a line's or a pipeline's end, a
 # written-out escape included.
 _COMMAND_TAIL = r"(?:[ \t][^\r\n|;&\\]{0,200}?)?"
 _COMMAND_TAIL_WIDTH = 201
 
-# `--password` and its kin, then `=`, blanks, or an argument list's `", "`.
+# `--password` and its kin after the text's start, a blank, a quote, `=` or a written-out
+# newline (a tool's JSON output holding the command); then `=`, blanks, or an argument
+# list's `", "`.
 _LONG_OPTION = (
-    rf"(?:^|{_ESCAPED}|[ \t\"'=])--(?:(?:db|admin|root|master-user|new)-)?passw(?:or)?d"
+    rf"(?:^|{ESCAPE}|[ \t\"'=])--(?:(?:db|admin|root|master-user|new)-)?passw(?:or)?d"
     r"(?:=|[ \t]{1,4}|\\?[\"'],[ \t]{0,4})"
 )
 _LONG_OPTION_WIDTH = 2 + 2 + len("master-user-password") + 2 + 1 + 4
@@ -43,7 +42,7 @@ _LONG_OPTION_WIDTH = 2 + 2 + len("master-user-password") + 2 + 1 + 4
 # clients (attached, `-pS3cret`: `-p S3cret` prompts and names a database), a registry login,
 # sshpass (before the command it runs); redis-cli's is `-a` or `--pass`.
 _SHORT_OPTION = (
-    rf"(?:(?:^|{_ESCAPED}|[^A-Za-z0-9_-])(?:mysql[a-z]{{0,6}}|mariadb(?:-[a-z]{{1,8}})?)"
+    rf"(?:{left(TOKEN_ALPHABET)}(?:mysql[a-z]{{0,6}}|mariadb(?:-[a-z]{{1,8}})?)"
     + _COMMAND_TAIL
     + r"[ \t]-p"
     + r"|(?:docker|podman|nerdctl|buildah)[ \t]{1,4}login"
