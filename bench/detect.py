@@ -22,12 +22,10 @@ import os
 import re
 import statistics
 import sys
-import sysconfig
 import time
 from collections import Counter
 from contextlib import ExitStack
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -42,10 +40,9 @@ from .harness import BENCH, HOST, MESSAGES, Environment, free_port, running
 from .report import Figure
 from .stats import added, ms, rounds
 from .wire import Connection
-from .workload import sdk_body
+from .workload import TURNS, agent_request, sdk_body, sources
 
 REQUEST_BYTES = 1024 * 1024
-TURNS = 40
 SESSIONS = 7
 """(13) is the median of this many sessions over the median of as many scans of the last
 request alone, the two taken in turn so that the machine's drift weighs on both alike."""
@@ -56,66 +53,6 @@ WARMUP = 5
 ALL_KINDS = list(dict.fromkeys(rule.kind for rule in catalogue()))
 """Every kind once (a kind may have more than one rule)."""
 CHAIN = json.dumps({"policies": [{"policy": "redact_secrets", "options": {"kinds": ALL_KINDS}}]})
-
-
-def sources() -> list[str]:
-    """The standard library's modules, outside its tests, in a fixed order."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    return [path.read_text(errors="replace") for path in sorted(root.glob("*.py"))]
-
-
-def agent_request(files: list[str], size: int) -> tuple[dict[str, Any], list[int]]:
-    """A Claude Code-shaped request of about `size` bytes; also the message count after each
-    of its TURNS turns, so a session's turns are its prefixes."""
-    tools = [
-        {
-            "name": f"tool_{index}",
-            "description": files[index][:1500],
-            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-        }
-        for index in range(20)
-    ]
-    request: dict[str, Any] = {
-        "model": "claude-sonnet-4-6",
-        "max_tokens": 1024,
-        "system": [{"type": "text", "text": files[20][:12000]}],
-        "tools": tools,
-        "messages": [{"role": "user", "content": "Review the repository."}],
-    }
-    marks = []
-    used = len(json.dumps(request))
-    # Each turn's result is source files, as many as make the last request about `size`.
-    share = (size - used) // TURNS
-    pending = iter(files[21:])
-    for index in range(TURNS):
-        text = ""
-        while len(text) < share:
-            text += next(pending)
-        while len(json.dumps(text)) > share:
-            text = text[: share - (len(json.dumps(text)) - len(text))]
-        call_id = f"toolu_{index:04d}"
-        request["messages"] += [
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": call_id,
-                        "name": "tool_0",
-                        "input": {
-                            "path": f"Lib/module_{index}.py",
-                            "command": f"cat module_{index}.py",
-                        },
-                    },
-                ],
-            },
-            {
-                "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
-            },
-        ]
-        marks.append(len(request["messages"]))
-    return request, marks
 
 
 def hook_seconds(policy: RedactSecrets, request: dict[str, Any]) -> float:
@@ -195,7 +132,7 @@ def detect(env: Environment, raw: dict[str, Any]) -> list[Figure]:
         crafted[name] = time.process_time() - started
     worst = max(crafted, key=crafted.__getitem__)
 
-    latency = through_gateway(env, turns)
+    latency = through_gateway(env, turns, bodies)
     raw["detect"] = {
         "request_bytes": size,
         "hook_alone_s": alone,
@@ -231,7 +168,7 @@ def detect(env: Environment, raw: dict[str, Any]) -> list[Figure]:
                 "ms",
                 f"<= {target:g}",
                 latency[memo] <= target,
-                f"last request {len(sdk_body(turns[-1])):,} bytes, as the SDKs write it",
+                f"last request {len(bodies[-1]):,} bytes, as the SDKs write it",
             )
         )
     figures += [
@@ -279,12 +216,14 @@ def spaced_body(request: dict[str, Any]) -> bytes:
     return json.dumps(request).encode()
 
 
-def through_gateway(env: Environment, turns: list[dict[str, Any]]) -> dict[str, float]:
+def through_gateway(
+    env: Environment, turns: list[dict[str, Any]], sdk: list[bytes]
+) -> dict[str, float]:
     """The last turn's added p50 over direct, every side in the same rounds: the gateway,
     its session replayed first, memo on and off with the bodies the SDKs write, and memo on
     with `json.dumps`' default (spaces, non-ASCII escaped) against direct with that body;
-    the relay floor; and the gateway, memo on, over the floor."""
-    sdk = [sdk_body(turn) for turn in turns]
+    the relay floor; and the gateway, memo on, over the floor. `sdk`: the turns as the SDKs
+    write them."""
     spaced = [spaced_body(turn) for turn in turns]
     direct = Connection(HOST, env.upstream_port)
     sessions = {"on": (MEMO_BYTES, sdk), "off": ("0", sdk), "on, spaced": (MEMO_BYTES, spaced)}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sysconfig
+from pathlib import Path
 from typing import Any
 
 # Every request carries TARGET; the `string_replace` chain rewrites it to REWRITTEN,
@@ -85,3 +87,67 @@ def emptied_blocks_body(size: int) -> bytes:
         "messages": [{"role": "user", "content": content}],
     }
     return json.dumps(request).encode()
+
+
+TURNS = 40
+"""The turns of `agent_request`'s session."""
+
+
+def sources() -> list[str]:
+    """The standard library's modules, outside its tests, in a fixed order."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    return [path.read_text(errors="replace") for path in sorted(root.glob("*.py"))]
+
+
+def agent_request(files: list[str], size: int) -> tuple[dict[str, Any], list[int]]:
+    """A Claude Code-shaped request of about `size` bytes; also the message count after each
+    of its TURNS turns, so a session's turns are its prefixes."""
+    tools = [
+        {
+            "name": f"tool_{index}",
+            "description": files[index][:1500],
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        }
+        for index in range(20)
+    ]
+    request: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 1024,
+        "system": [{"type": "text", "text": files[20][:12000]}],
+        "tools": tools,
+        "messages": [{"role": "user", "content": "Review the repository."}],
+    }
+    marks = []
+    used = len(json.dumps(request))
+    # Each turn's result is source files, as many as make the last request about `size`.
+    share = (size - used) // TURNS
+    pending = iter(files[21:])
+    for index in range(TURNS):
+        text = ""
+        while len(text) < share:
+            text += next(pending)
+        while len(json.dumps(text)) > share:
+            text = text[: share - (len(json.dumps(text)) - len(text))]
+        call_id = f"toolu_{index:04d}"
+        request["messages"] += [
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": call_id,
+                        "name": "tool_0",
+                        "input": {
+                            "path": f"Lib/module_{index}.py",
+                            "command": f"cat module_{index}.py",
+                        },
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
+            },
+        ]
+        marks.append(len(request["messages"]))
+    return request, marks
