@@ -2,19 +2,23 @@
 # `make test` runs every check. Each creates the virtualenv it needs from its
 # own hash-checked lock: `make run` .venv-run from locks/serve.txt (serving and
 # its stand-ins, nothing else), `make test` .venv from locks/dev.txt, so every
-# machine tests the same versions.
+# machine tests the same versions. Every virtualenv first installs the pip of
+# locks/pip.txt (release/venv.py): the pip a fresh python3 bundles cannot
+# install every lock.
 PYTHON ?= python3
+PIP_LOCK := locks/pip.txt
+NEW_VENV := $(PYTHON) release/venv.py
 VENV := .venv
 BIN := $(VENV)/bin
 DEV_LOCK := locks/dev.txt
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(DEV_LOCK) | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(PIP_LOCK) $(DEV_LOCK) | cksum | cut -d' ' -f1)
 RUN_VENV := .venv-run
 RUN_LOCK := locks/serve.txt
-RUN_STAMP := $(RUN_VENV)/.installed-$(shell cat pyproject.toml $(RUN_LOCK) | cksum | cut -d' ' -f1)
+RUN_STAMP := $(RUN_VENV)/.installed-$(shell cat pyproject.toml $(PIP_LOCK) $(RUN_LOCK) | cksum | cut -d' ' -f1)
 # checkov cannot share the dev lock (release/locks.py): its own virtualenv.
 SCAN_VENV := .venv-scan
 SCAN_LOCK := locks/scan.txt
-SCAN_STAMP := $(SCAN_VENV)/.installed-$(shell cat $(SCAN_LOCK) | cksum | cut -d' ' -f1)
+SCAN_STAMP := $(SCAN_VENV)/.installed-$(shell cat $(PIP_LOCK) $(SCAN_LOCK) | cksum | cut -d' ' -f1)
 
 # The official TypeScript SDK, a second client in the tests (tests/test_ts_client.py):
 # installed by `npm ci` from its lock, integrity hashes checked, into the ignored
@@ -30,18 +34,16 @@ SSM_PORT ?= 8787
 
 # The project itself goes in last, editable, without dependencies and without
 # build isolation: everything it needs, build tools included, came from the lock.
-$(STAMP): pyproject.toml $(DEV_LOCK)
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --require-hashes -r $(DEV_LOCK)
+$(STAMP): pyproject.toml $(PIP_LOCK) $(DEV_LOCK)
+	$(NEW_VENV) $(VENV) $(DEV_LOCK)
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	rm -f $(VENV)/.installed-*
 	touch $@
 
 # --no-compile: byte-compiling every module of moto and botocore up front costs
 # more than compiling, on first import, the few a local run imports.
-$(RUN_STAMP): pyproject.toml $(RUN_LOCK)
-	$(PYTHON) -m venv $(RUN_VENV)
-	$(RUN_VENV)/bin/python -m pip install --quiet --no-compile --require-hashes -r $(RUN_LOCK)
+$(RUN_STAMP): pyproject.toml $(PIP_LOCK) $(RUN_LOCK)
+	$(NEW_VENV) $(RUN_VENV) $(RUN_LOCK) --no-compile
 	$(RUN_VENV)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	rm -f $(RUN_VENV)/.installed-*
 	touch $@
@@ -79,9 +81,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-$(SCAN_STAMP): $(SCAN_LOCK)
-	$(PYTHON) -m venv $(SCAN_VENV)
-	$(SCAN_VENV)/bin/python -m pip install --quiet --require-hashes -r $(SCAN_LOCK)
+$(SCAN_STAMP): $(PIP_LOCK) $(SCAN_LOCK)
+	$(NEW_VENV) $(SCAN_VENV) $(SCAN_LOCK)
 	rm -f $(SCAN_VENV)/.installed-*
 	touch $@
 
@@ -108,7 +109,7 @@ test: check-locks lint scan ts-client
 # The unit and gateway tiers, without the load tests (markers in pyproject.toml):
 # the loop while you work. test-unit: the pure modules alone, in seconds.
 test-fast: lint ts-client
-	$(BIN)/python -m pytest -m "not load and not deploy"
+	$(BIN)/python -m pytest -m "not load and not deploy and not slow"
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -m unit

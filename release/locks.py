@@ -20,6 +20,8 @@ extra the template's security scanner. This script pins each set with uv
   virtualenv of its own, so a first run installs in seconds, not minutes.
 - locks/scan.txt for the same machine: checkov, which `make scan` installs in a
   virtualenv of its own because its pins conflict with the dev set's.
+- locks/pip.txt: the pip every virtualenv installs first (release/venv.py), so no
+  lock depends on the pip the machine's interpreter happens to bundle.
 
 The function is resolved under the dev set's pins and the layer under both, so
 a package shared by the sets (uvicorn, anyio, pydantic, ...) has one version
@@ -73,7 +75,7 @@ class Lock:
     """One lock file: which dependency set, for which interpreter and platform."""
 
     name: str
-    group: str  # "function", "layer", "breaker", "serve", "dev" or "scan"
+    group: str  # "function", "layer", "breaker", "serve", "dev", "scan" or "installer"
     python: str
     platform: str
     constraints: tuple[str, ...] = ()  # names of locks whose pins this one keeps
@@ -91,7 +93,8 @@ def all_locks() -> list[Lock]:
     a dev tool's own pin can hold a run-time package back; aws-sam-cli pins
     click, which caps uvicorn. docs/deploy.md says how to see it.)
     """
-    locks = [Lock("dev", "dev", DEV_PYTHON, DEV_PLATFORM)]
+    locks = [Lock("pip", "installer", DEV_PYTHON, DEV_PLATFORM)]
+    locks.append(Lock("dev", "dev", DEV_PYTHON, DEV_PLATFORM))
     # The local run serves with the versions the tests test.
     locks.append(Lock("serve", "serve", DEV_PYTHON, DEV_PLATFORM, ("dev",)))
     locks += [
@@ -132,8 +135,8 @@ class Declared:
 def requirements(group: str, pyproject: Path = PYPROJECT) -> list[str]:
     """The direct requirements of one set, with the project's own extras expanded.
 
-    The function set is `[project].dependencies`; the layer, breaker and scan
-    sets are their extras alone; the dev and serve sets are the dependencies plus
+    The function set is `[project].dependencies`; the layer, breaker, scan and
+    installer sets are their extras alone; the dev and serve sets are the dependencies plus
     their extra, which names `policy-gateway[layer]` because both import the policies too.
     """
     declared = Declared.read(pyproject)
