@@ -16,6 +16,7 @@ from gateway_policies.detect.memo import (
     Memo,
     digest,
     size,
+    table_size,
 )
 from xxhash import xxh3_128_digest
 
@@ -101,7 +102,7 @@ def test_a_short_clean_text_is_its_own_key_and_no_other_text_is_kept() -> None:
 
 def test_the_least_recently_used_partition_goes_first_oldest_entry_first() -> None:
     one = size(digest("a" + TAIL), clean(""))
-    memo = Memo(2 * TABLE_BYTES + 4 * one)
+    memo = Memo(table_size(("p", "alice")) + table_size(("p", "bob")) + 4 * one)
     memo.remember_all("p", "alice", ["a1" + TAIL, "a2" + TAIL], clean)
     memo.remember_all("p", "bob", ["b1" + TAIL, "b2" + TAIL], clean)
     memo.remember_all("p", "alice", ["a1" + TAIL], clean)  # alice is now the most recent
@@ -115,8 +116,8 @@ def test_the_least_recently_used_partition_goes_first_oldest_entry_first() -> No
 
 
 def test_tables_count_in_the_bytes_and_empty_ones_go() -> None:
-    memo = Memo(10 * TABLE_BYTES)
-    for index in range(100):
+    memo = Memo(10 * table_size(("p", "caller100")))
+    for index in range(10, 110):
         memo.remember_all("p", f"caller{index}", [], clean)
         assert memo.bytes <= memo.max_bytes
     assert len(memo._tables) == 10
@@ -125,7 +126,7 @@ def test_tables_count_in_the_bytes_and_empty_ones_go() -> None:
 
 
 def test_an_entry_larger_than_the_memo_is_not_kept() -> None:
-    memo = Memo(TABLE_BYTES + 100)
+    memo = Memo(table_size(("p", None)) + 100)
     scanned, scan = counting(found)
     for _ in range(2):
         assert memo.remember_all("p", None, ["x " + TAIL], scan) == [found("x " + TAIL)]
@@ -158,5 +159,5 @@ def test_threads_sharing_a_small_memo_keep_its_bytes_exact() -> None:
         sys.setswitchinterval(interval)
     assert not errors
     held = sum(size(k, e) for table in memo._tables.values() for k, e in table.items())
-    assert memo.bytes == held + TABLE_BYTES * len(memo._tables)
+    assert memo.bytes == held + sum(table_size(where) for where in memo._tables)
     assert memo.bytes <= memo.max_bytes
