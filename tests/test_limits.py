@@ -13,14 +13,19 @@ from contextlib import contextmanager
 from typing import Any
 
 import anthropic
+import boto3
 import httpx2
 import pytest
-from policy_gateway import settings
+from policy_gateway import names, settings
 from policy_gateway.app import create_app
+from policy_gateway.auth.authenticator import key_caller
+from policy_gateway.cli.main import main
 
+from .support.aws import AWSProxy
 from .support.fake_upstream import MODEL, FakeUpstream
+from .support.gateway import GatewayStdout
 from .support.sdk import ask, both, client
-from .support.servers import ThreadedServer, serving
+from .support.servers import ThreadedServer, free_port, serving
 
 # 2026-12-06T10:00:00Z: a minute's start, mid-day, mid-month.
 MINUTE_START = 1796551200.0
@@ -63,10 +68,11 @@ def ratelimit_headers(headers: httpx2.Headers) -> dict[str, str]:
 
 @both
 def test_the_61st_request_of_a_minute_is_refused_and_the_sdk_succeeds_after_waiting(
-    upstream: FakeUpstream, upstream_url: str, streaming: bool
+    upstream: FakeUpstream, upstream_url: str, budget_table: str, streaming: bool
 ) -> None:
     clock = WallClock()
-    with gateway(upstream_url, clock, document({"requests_per_minute": 60})) as server:
+    policy = document({"requests_per_minute": 60})
+    with gateway(upstream_url, clock, policy, limits_table=budget_table) as server:
         caller = client(server.url, api_key=CALLER_KEY)
         for n in range(60):
             raw = caller.messages.with_raw_response.create(
@@ -112,3 +118,249 @@ def test_the_61st_request_of_a_minute_is_refused_and_the_sdk_succeeds_after_wait
         reply = ask(retrying, streaming)
         assert reply.content[0].type == "text"
         assert len(upstream.requests) == 61
+
+
+def table_item(table: str, caller: str, period: str) -> dict[str, int]:
+    item = boto3.client("dynamodb").get_item(
+        TableName=table, Key={"bucket": {"S": f"limits#{caller}#{period}"}}, ConsistentRead=True
+    )
+    return {
+        name: int(value["N"])
+        for name, value in item.get("Item", {}).items()
+        if "N" in value and name != "expires_at"
+    }
+
+
+def caller_of(key: str) -> str:
+    return key_caller(key.encode())
+
+
+MINUTE_ITEM = f"minute:{int(MINUTE_START) // 60}"
+
+
+@both
+def test_a_token_limit_admits_by_estimate_and_reconciles_with_usage(
+    upstream: FakeUpstream,
+    upstream_url: str,
+    budget_table: str,
+    gateway_stdout: GatewayStdout,
+    streaming: bool,
+) -> None:
+    # The fake answers 10 input tokens, and 5 output as JSON, one per word as a stream.
+    output = 2 if streaming else 5
+    clock = WallClock()
+    policy = document({"input_tokens_per_minute": 2000, "output_tokens_per_minute": 500})
+    with gateway(upstream_url, clock, policy, limits_table=budget_table) as server:
+        caller = client(server.url, api_key=CALLER_KEY)
+        raw = caller.messages.with_raw_response.create(
+            model=MODEL,
+            max_tokens=400,
+            stream=streaming,
+            messages=[{"role": "user", "content": "hi"}],
+        )
+        raw.parse()
+        sent = len(upstream.requests[-1].body)
+        # Admitted at its estimate: max_tokens of output, the body's bytes / 3 of input.
+        assert raw.headers["anthropic-ratelimit-output-tokens-remaining"] == str(500 - 400)
+        assert raw.headers["anthropic-ratelimit-input-tokens-remaining"] == str(
+            2000 - -(-sent // 3)
+        )
+        # Reconciled once the call has ended (its line written), not before.
+        assert gateway_stdout.call_lines(1)[0]["output_tokens"] == output
+        # A second call of the same size would not fit the estimate, but fits what was used.
+        raw = caller.messages.with_raw_response.create(
+            model=MODEL,
+            max_tokens=400,
+            stream=streaming,
+            messages=[{"role": "user", "content": "hi"}],
+        )
+        raw.parse()
+        assert raw.headers["anthropic-ratelimit-output-tokens-remaining"] == str(500 - output - 400)
+        counted = caller.messages.count_tokens(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}]
+        )
+        assert counted.input_tokens > 0
+    # Stopped: what the gateway counted and had not reported is in the table now.
+    assert table_item(budget_table, caller_of(CALLER_KEY), MINUTE_ITEM) == {
+        "requests": 3,
+        "input_tokens": 2 * 10,
+        "output_tokens": 2 * output,
+    }
+    assert len(upstream.requests) == 3
+
+
+def test_a_daily_spend_budget_refuses_the_next_call_naming_it_without_reading_the_table(
+    upstream: FakeUpstream,
+    upstream_url: str,
+    aws_proxy: tuple[AWSProxy, str],
+    budget_table: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proxy, aws_url = aws_proxy
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", aws_url)
+    clock = WallClock()
+    # A dollar per thousand tokens: each answer (10 in, 5 out) costs $0.015.
+    prices = {MODEL: {"input": 1000, "output": 1000}}
+    policy = document({"spend_per_day_usd": 0.1}, prices=prices)
+    with gateway(upstream_url, clock, policy, limits_table=budget_table) as server:
+        caller = client(server.url, api_key=CALLER_KEY)
+        admitted = 0
+        refused: anthropic.RateLimitError | None = None
+        while refused is None and admitted < 10:
+            try:
+                ask(caller, False, max_tokens=16)
+                admitted += 1
+            except anthropic.RateLimitError as error:
+                refused = error
+        assert refused is not None
+        message = refused.response.json()["error"]["message"]
+        assert "spend_per_day_usd budget of $0.10" in message
+        assert message.endswith("it resets at 2026-12-07T00:00:00Z.")
+        assert 0 < admitted < 10
+        assert len(upstream.requests) == admitted
+        reads = len(proxy.operations)
+        with pytest.raises(anthropic.RateLimitError):
+            ask(caller, False, max_tokens=16)
+        assert len(proxy.operations) == reads, "refused here, without asking the table"
+        assert len(upstream.requests) == admitted
+        # Another caller's budget is its own.
+        ask(client(server.url, api_key=OTHER_KEY), False, max_tokens=16)
+    day = table_item(budget_table, caller_of(CALLER_KEY), "day:2026-12-06")
+    assert day["spend_microusd"] == admitted * 15_000
+    assert day["requests"] == admitted
+
+
+def test_two_gateway_processes_share_one_callers_window_and_callers_never_share(
+    upstream: FakeUpstream, upstream_url: str, budget_table: str
+) -> None:
+    clock = WallClock()
+    policy = document({"requests_per_minute": 10})
+    with (
+        gateway(upstream_url, clock, policy, limits_table=budget_table) as first,
+        gateway(upstream_url, clock, policy, limits_table=budget_table) as second,
+    ):
+        one, two = client(first.url, api_key=CALLER_KEY), client(second.url, api_key=CALLER_KEY)
+        for n in range(10):
+            ask(one if n % 2 else two, False)
+        for each in (one, two):
+            with pytest.raises(anthropic.RateLimitError):
+                ask(each, False)
+        assert len(upstream.requests) == 10
+        other = client(second.url, api_key=OTHER_KEY).messages.with_raw_response.create(
+            model=MODEL, max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+        )
+        assert other.headers["anthropic-ratelimit-requests-remaining"] == "9"
+        clock.now += 60
+        ask(one, False)
+        assert len(upstream.requests) == 12
+
+
+@pytest.mark.parametrize("fault", ["throttled", "stopped"])
+@pytest.mark.parametrize("on_error", ["allow", "refuse"])
+def test_an_unavailable_table_follows_limits_on_error(
+    upstream: FakeUpstream,
+    upstream_url: str,
+    aws_proxy: tuple[AWSProxy, str],
+    budget_table: str,
+    gateway_stdout: GatewayStdout,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: str,
+    on_error: str,
+) -> None:
+    proxy, aws_url = aws_proxy
+    if fault == "throttled":
+        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", aws_url)
+        proxy.throttle(1.0)
+    else:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", f"http://127.0.0.1:{free_port()}")
+    policy = document({"requests_per_minute": 60}, limits_on_error=on_error)
+    with gateway(upstream_url, WallClock(), policy, limits_table=budget_table) as server:
+        caller = client(server.url, api_key=CALLER_KEY)
+        if on_error == "allow":
+            assert ask(caller, False).content[0].type == "text"
+            assert len(upstream.requests) == 1
+        else:
+            with pytest.raises(anthropic.InternalServerError) as refused:
+                ask(caller, False)
+            assert refused.value.status_code == 503
+            assert "limits_on_error: refuse" in refused.value.response.json()["error"]["message"]
+            assert upstream.requests == []
+        assert gateway_stdout.counted(names.METRIC_LIMITS_UNAVAILABLE) >= 1
+
+
+def test_usage_headers_and_refusals_are_one_counter_after_a_mixed_run(
+    upstream: FakeUpstream,
+    upstream_url: str,
+    budget_table: str,
+    gateway_stdout: GatewayStdout,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    limits = {"requests_per_minute": 8, "output_tokens_per_minute": 5000, "tokens_per_day": 10**6}
+    policy = document(limits)
+    clock = WallClock()
+    with gateway(upstream_url, clock, policy, limits_table=budget_table) as server:
+        caller = client(server.url, api_key=CALLER_KEY)
+        for calls, streaming in enumerate((False, True, False, True, False, True), start=1):
+            ask(caller, streaming, max_tokens=32)
+            gateway_stdout.call_lines(calls)
+        caller.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        last = caller.messages.with_raw_response.create(
+            model=MODEL, max_tokens=32, messages=[{"role": "user", "content": "hi"}]
+        )
+        last.parse()
+        with pytest.raises(anthropic.RateLimitError) as refused:
+            ask(caller, True, max_tokens=32)
+        lines = gateway_stdout.call_lines(9)
+    finished = [line for line in lines if line["status"] == 200]
+    used_output = sum(line.get("output_tokens", 0) for line in finished)
+    used_tokens = sum(
+        line.get(name, 0) for line in finished for name in ("input_tokens", "output_tokens")
+    )
+    minute = table_item(budget_table, caller_of(CALLER_KEY), MINUTE_ITEM)
+    day = table_item(budget_table, caller_of(CALLER_KEY), "day:2026-12-06")
+    # The table counts what the call lines report, and the refusal came at the limit.
+    assert minute["requests"] == 8 == limits["requests_per_minute"]
+    assert minute["output_tokens"] == used_output
+    assert day["tokens"] == used_tokens
+    assert refused.value.response.headers["anthropic-ratelimit-requests-remaining"] == "0"
+    # The last admitted call's headers: what was left once it was counted at its estimate.
+    assert last.headers["anthropic-ratelimit-requests-remaining"] == "0"
+    last_output = finished[-1]["output_tokens"]
+    assert int(last.headers["anthropic-ratelimit-output-tokens-remaining"]) == (
+        5000 - (used_output - last_output) - 32
+    )
+    # And `policy-gateway usage` reads the same counts.
+    monkeypatch.setenv(settings.ENV_LIMITS_TABLE, budget_table)
+    monkeypatch.setenv(settings.ENV_POLICY_CONFIG, policy)
+    monkeypatch.setattr("time.time", lambda: MINUTE_START + 30)
+    assert main(["usage", "--caller", caller_of(CALLER_KEY)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["limits"]["requests_per_minute"] == {
+        "limit": 8,
+        "used": 8,
+        "remaining": 0,
+        "resets": "2026-12-06T10:01:00Z",
+    }
+    assert report["limits"]["output_tokens_per_minute"]["used"] == used_output
+    assert report["limits"]["tokens_per_day"]["used"] == used_tokens
+    assert main(["usage", "--day"]) == 0
+    (top,) = json.loads(capsys.readouterr().out)["callers"]
+    assert top["caller"] == caller_of(CALLER_KEY)
+    assert top["requests"] == 8
+    assert top["spend_usd"] == pytest.approx(sum(line["usage_usd"] for line in finished), abs=1e-6)
+
+
+def test_a_document_with_bad_limits_is_refused_as_a_bad_chain(
+    upstream: FakeUpstream, upstream_url: str, gateway_stdout: GatewayStdout
+) -> None:
+    policy = document({"requests_per_minute": 0})
+    with (
+        gateway(upstream_url, WallClock(), policy) as server,
+        pytest.raises(anthropic.InternalServerError),
+    ):
+        ask(client(server.url, api_key=CALLER_KEY), False)
+    assert "limits.requests_per_minute must be a whole number of at least 1, got 0" in (
+        gateway_stdout.text
+    )
+    assert upstream.requests == []
