@@ -148,9 +148,12 @@ class DynamoDBStore:
             added.append(f"#a{index} :a{index}")
         conditions = []
         for index, (name, ceiling) in enumerate(ceilings.items()):
+            most = ceiling - adds.get(name, 0)
             names[f"#c{index}"] = name
-            values[f":c{index}"] = {"N": str(ceiling - adds.get(name, 0))}
-            conditions.append(f"(attribute_not_exists(#c{index}) OR #c{index} <= :c{index})")
+            values[f":c{index}"] = {"N": str(most)}
+            # More than the whole limit never fits, even in a window with no count yet.
+            unset = f"attribute_not_exists(#c{index}) OR " if most >= 0 else ""
+            conditions.append(f"({unset}#c{index} <= :c{index})")
         request: dict[str, Any] = {
             "TableName": self.table,
             "Key": {KEY_ATTRIBUTE: {"S": item_key(caller, window.name)}},
@@ -169,24 +172,12 @@ class DynamoDBStore:
             code = exc.response.get("Error", {}).get("Code", "")
             if code != "ConditionalCheckFailedException":
                 raise LimitsUnavailable(code or "ClientError") from None
-            old: Any = exc.response.get("Item")
-            return False, counts(self._read(caller, window) if old is None else old)
+            # ALL_OLD: the item as it stood (none when the window has no item yet).
+            old: dict[str, Any] = exc.response.get("Item", {})  # type: ignore[assignment]
+            return False, counts(old)
         except BotoCoreError as exc:
             raise LimitsUnavailable(type(exc).__name__) from None
         return True, counts(answer.get("Attributes", {}))
-
-    def _read(self, caller: str, window: Window) -> dict[str, Any]:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            item: dict[str, Any] = self._client.get_item(
-                TableName=self.table,
-                Key={KEY_ATTRIBUTE: {"S": item_key(caller, window.name)}},
-                ConsistentRead=True,
-            ).get("Item", {})
-        except (BotoCoreError, ClientError) as exc:
-            raise LimitsUnavailable(type(exc).__name__) from None
-        return item
 
 
 def counts(item: Mapping[str, Any]) -> dict[str, int]:
