@@ -7,7 +7,7 @@ import json
 
 import pytest
 from policy_gateway import names, settings
-from policy_gateway.limits.admission import CallLimits
+from policy_gateway.limits.admission import USAGE_USD
 
 from .support.cfn import ROOT, Stack, load_template
 
@@ -46,8 +46,7 @@ def test_the_spend_insight_rule_sums_the_call_lines_usage_usd_by_caller() -> Non
     body = json.loads(rule["RuleBody"]["Fn::Sub"])
     assert body["LogGroupNames"] == ["${GatewayLogGroup}"]
     assert body["Contribution"]["Keys"] == ["$.caller"]
-    (field,) = CallLimits.fields.__doc__.split("`")[1:2]
-    assert body["Contribution"]["ValueOf"] == f"$.{field}"
+    assert body["Contribution"]["ValueOf"] == f"$.{USAGE_USD}"
     assert {"Match": "$.message", "In": [names.LOG_CALL_FINISHED]} in body["Contribution"][
         "Filters"
     ]

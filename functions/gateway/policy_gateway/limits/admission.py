@@ -13,6 +13,9 @@ from .config import Limits, LimitsConfig
 from .ledger import GOVERNED, Slot, ceiling
 from .windows import Window
 
+# The call line's field of what a call cost, which the template's spend insight rule sums.
+USAGE_USD = "usage_usd"
+
 
 @dataclass
 class CallLimits:
@@ -42,7 +45,7 @@ class CallLimits:
         """The call line's `usage_usd` (and `usage_priced` when a model was not in the table)."""
         if self.usage_usd is None:
             return {}
-        line: dict[str, Any] = {"usage_usd": self.usage_usd}
+        line: dict[str, Any] = {USAGE_USD: self.usage_usd}
         if not self.priced:
             line["usage_priced"] = False
         return line
