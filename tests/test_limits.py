@@ -364,3 +364,28 @@ def test_a_document_with_bad_limits_is_refused_as_a_bad_chain(
         gateway_stdout.text
     )
     assert upstream.requests == []
+
+
+def test_a_batch_counts_a_request_at_creation_and_its_spend_at_the_batch_price_on_results(
+    upstream: FakeUpstream,
+    upstream_url: str,
+    budget_table: str,
+    gateway_stdout: GatewayStdout,
+) -> None:
+    policy = document({"requests_per_minute": 5})
+    entry = {"model": MODEL, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+    with gateway(upstream_url, WallClock(), policy, limits_table=budget_table) as server:
+        caller = client(server.url, api_key=CALLER_KEY)
+        created = caller.messages.batches.with_raw_response.create(
+            requests=[{"custom_id": "a", "params": entry}, {"custom_id": "b", "params": entry}]
+        )
+        assert created.headers["anthropic-ratelimit-requests-remaining"] == "4"
+        batch = created.parse()
+        results = list(caller.messages.batches.results(batch.id))
+        assert [result.custom_id for result in results] == ["a", "b"]
+        fetched = gateway_stdout.call_lines(2)[-1]
+    # Each entry: 10 input and 5 output tokens at $3 and $15 a million, half price.
+    assert fetched["endpoint"] == "batch_results"
+    assert fetched["usage_usd"] == pytest.approx(2 * 0.5 * (10 * 3 + 5 * 15) / 1e6)
+    day = table_item(budget_table, caller_of(CALLER_KEY), "day:2026-12-06")
+    assert day == {"requests": 1, "tokens": 2 * 15, "spend_microusd": 105}

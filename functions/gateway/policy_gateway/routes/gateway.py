@@ -74,6 +74,12 @@ class Gateway:
         loaded = await self.policies.loaded()
         await self.limits.admit(call, loaded.limits, request, size)
 
+    async def charge(self, call: Call) -> None:
+        """Count what the call's answer reports under the caller's limits, admitting nothing
+        (a batch's results: the work is done, its tokens and spend are owed)."""
+        loaded = await self.policies.loaded()
+        await self.limits.charge(call, loaded.limits)
+
     async def warm(self) -> None:
         """Make the AWS reads a first call would otherwise make, so that init pays for them.
 
