@@ -373,7 +373,7 @@ def test_a_batch_counts_a_request_at_creation_and_its_spend_at_the_batch_price_o
     gateway_stdout: GatewayStdout,
 ) -> None:
     policy = document({"requests_per_minute": 5})
-    entry = {"model": MODEL, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+    entry: Any = {"model": MODEL, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
     with gateway(upstream_url, WallClock(), policy, limits_table=budget_table) as server:
         caller = client(server.url, api_key=CALLER_KEY)
         created = caller.messages.batches.with_raw_response.create(
