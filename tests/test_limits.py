@@ -22,6 +22,7 @@ from policy_gateway.auth.authenticator import key_caller
 from policy_gateway.cli.main import main
 
 from .support.aws import AWSProxy
+from .support.fake_bedrock import FakeBedrock
 from .support.fake_upstream import MODEL, FakeUpstream
 from .support.gateway import GatewayStdout
 from .support.sdk import ask, both, client
@@ -389,3 +390,40 @@ def test_a_batch_counts_a_request_at_creation_and_its_spend_at_the_batch_price_o
     assert fetched["usage_usd"] == pytest.approx(2 * 0.5 * (10 * 3 + 5 * 15) / 1e6)
     day = table_item(budget_table, caller_of(CALLER_KEY), "day:2026-12-06")
     assert day == {"requests": 1, "tokens": 2 * 15, "spend_microusd": 105}
+
+
+@both
+def test_bedrock_as_the_upstream_is_counted_the_same(
+    bedrock: FakeBedrock,
+    bedrock_env: dict[str, str],
+    upstream_url: str,
+    budget_table: str,
+    gateway_stdout: GatewayStdout,
+    streaming: bool,
+) -> None:
+    policy = document({"requests_per_minute": 2, "output_tokens_per_minute": 1000})
+    bedrock_settings = {
+        "upstream_provider": settings.PROVIDER_BEDROCK,
+        "bedrock_region": bedrock_env[settings.ENV_BEDROCK_REGION],
+        "bedrock_endpoint_url": bedrock_env[settings.ENV_BEDROCK_ENDPOINT_URL],
+        "bedrock_model_map": json.dumps({MODEL: "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}),
+    }
+    with gateway(
+        upstream_url, WallClock(), policy, limits_table=budget_table, **bedrock_settings
+    ) as server:
+        caller = client(server.url, api_key=CALLER_KEY)
+        ask(caller, streaming, max_tokens=100)
+        (line,) = gateway_stdout.call_lines(1)
+        raw = caller.messages.with_raw_response.create(
+            model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+        )
+        raw.parse()
+        assert raw.headers["anthropic-ratelimit-output-tokens-remaining"] == str(
+            1000 - line["output_tokens"] - 100
+        )
+        with pytest.raises(anthropic.RateLimitError):
+            ask(caller, streaming)
+        assert len(bedrock.requests) == 2, "a refused call reaches no upstream"
+    assert line["usage_usd"] == pytest.approx(
+        (line["input_tokens"] * 3 + line["output_tokens"] * 15) / 1e6
+    )
