@@ -191,7 +191,14 @@ class Limiter:
             state.slots[kind] = self.ledger.slot(caller, window(kind, state.now))
 
     async def flush(self) -> None:
+        """Report what this environment counted and has not reported (at shutdown)."""
         await self._quietly(self.ledger.flush())
+
+    def close(self) -> None:
+        """Close the table client's connections, if it was ever made (before a snapshot)."""
+        store = self.ledger.store
+        if isinstance(store, DynamoDBStore):
+            store.close()
 
     @staticmethod
     async def _quietly(reporting: Any) -> None:
