@@ -23,7 +23,7 @@ from policy_gateway.cli.main import main
 
 from .support.aws import AWSProxy
 from .support.fake_bedrock import FakeBedrock
-from .support.fake_upstream import MODEL, FakeUpstream
+from .support.fake_upstream import MODEL, FakeUpstream, Reply, text_events
 from .support.gateway import GatewayStdout
 from .support.sdk import ask, both, client
 from .support.servers import ThreadedServer, free_port, serving
@@ -427,3 +427,27 @@ def test_bedrock_as_the_upstream_is_counted_the_same(
     assert line["usage_usd"] == pytest.approx(
         (line["input_tokens"] * 3 + line["output_tokens"] * 15) / 1e6
     )
+
+
+def test_a_cut_stream_reconciles_with_what_it_had_reported(
+    upstream: FakeUpstream,
+    upstream_url: str,
+    budget_table: str,
+    gateway_stdout: GatewayStdout,
+) -> None:
+    policy = document({"output_tokens_per_minute": 1000})
+    with gateway(upstream_url, WallClock(), policy, limits_table=budget_table) as server:
+        # Cut after message_start, a block's start and a ping: only message_start's usage.
+        upstream.script(Reply(events=text_events(["one", "two", "three"]), break_after=3))
+        caller = client(server.url, api_key=CALLER_KEY)
+        with pytest.raises(anthropic.APIError):
+            ask(caller, True, max_tokens=600)
+        (line,) = gateway_stdout.call_lines(1)
+        raw = caller.messages.with_raw_response.create(
+            model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+        )
+        raw.parse()
+    # Admitted at 600, the cut stream counts the 5 its message_start reported.
+    assert line["output_tokens"] == 5
+    assert raw.headers["anthropic-ratelimit-output-tokens-remaining"] == str(1000 - 5 - 100)
+    assert table_item(budget_table, caller_of(CALLER_KEY), MINUTE_ITEM)["output_tokens"] == 10
