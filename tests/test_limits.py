@@ -8,8 +8,11 @@ Each gateway is the real app under uvicorn with a wall clock the test holds
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -26,7 +29,7 @@ from .support.fake_bedrock import FakeBedrock
 from .support.fake_upstream import MODEL, FakeUpstream, Reply, text_events
 from .support.gateway import GatewayStdout
 from .support.sdk import ask, both, client
-from .support.servers import ThreadedServer, free_port, serving
+from .support.servers import ROOT, ThreadedServer, free_port, gateway_process, serving
 
 # 2026-12-06T10:00:00Z: a minute's start, mid-day, mid-month.
 MINUTE_START = 1796551200.0
@@ -451,3 +454,32 @@ def test_a_cut_stream_reconciles_with_what_it_had_reported(
     assert line["output_tokens"] == 5
     assert raw.headers["anthropic-ratelimit-output-tokens-remaining"] == str(1000 - 5 - 100)
     assert table_item(budget_table, caller_of(CALLER_KEY), MINUTE_ITEM)["output_tokens"] == 10
+
+
+def test_the_readme_trips_a_limit_under_make_run(tmp_path: Path) -> None:
+    """README's "Trip a limit": `make run`'s serve with its POLICY_CONFIG, then its curl loop."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Trip a limit") :]
+    policy = re.search(r"POLICY_CONFIG='([^']+)' make run", section)
+    curl = re.search(
+        r"(http://127\.0\.0\.1:8080/v1/messages)((?: -H '[^']+')+) -d '([^']+)'; done", section
+    )
+    assert policy is not None
+    assert curl is not None
+    headers = dict(h.split(": ", 1) for h in re.findall(r"-H '([^']+)'", curl.group(2)))
+    serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
+    env = {settings.ENV_POLICY_CONFIG: policy.group(1)}
+    with gateway_process(env, stdout_path=tmp_path / "run.log", serve_args=serve_args) as (url, _):
+        for _ in range(2):
+            minute = time.time() // 60
+            statuses = [
+                httpx2.post(f"{url}/v1/messages", content=curl.group(3), headers=headers)
+                for _ in range(4)
+            ]
+            if time.time() // 60 == minute:
+                break
+    assert [response.status_code for response in statuses] == [200, 200, 200, 429]
+    assert "# 200 200 200 429" in section
+    assert statuses[-1].headers["retry-after"]
+    assert statuses[-1].headers["anthropic-ratelimit-requests-remaining"] == "0"
+    assert '"counted_in":"process"' in (tmp_path / "run.log").read_text()
