@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import config
-from .store import CountStore
+from .store import CountStore, LimitsUnavailable
 from .windows import DAY, MINUTE, MONTH, Window
 
 LEASE_DIVISOR = 1250
@@ -157,10 +157,6 @@ class Ledger:
         ended, self._ended = self._ended, []
         await self._report(ended)
 
-    def peek(self, caller: str, window: Window) -> Slot | None:
-        slot = self._slots.get((caller, window.kind))
-        return slot if slot is not None and slot.window.name == window.name else None
-
     async def ask(
         self, caller: str, slot: Slot, needs: Mapping[str, int], ceilings: Mapping[str, int]
     ) -> str | None:
@@ -181,8 +177,12 @@ class Ledger:
             if totals.get(counter, 0) + adds[counter] > limit
         )
         if sent:
-            # What was counted here still goes in, refusal or not.
-            _, totals = await self.store.add(caller, slot.window, sent, {})
+            # What was counted here still goes in, refusal or not; if it cannot, it stays
+            # pending here (the refusal stands either way).
+            try:
+                _, totals = await self.store.add(caller, slot.window, sent, {})
+            except LimitsUnavailable:
+                sent = {}
         slot.learned(totals, sent, ceilings)
         slot.allowance = {}
         previous = slot.refused.get(full)
@@ -198,10 +198,19 @@ class Ledger:
         await self._report([*ended, *((key[0], slot) for key, slot in self._slots.items())])
 
     async def _report(self, slots: list[tuple[str, Slot]]) -> None:
-        for caller, slot in slots:
+        for index, (caller, slot) in enumerate(slots):
             sent = {counter: value for counter, value in slot.pending.items() if value}
-            if sent:
+            if not sent:
+                continue
+            try:
                 _, totals = await self.store.add(caller, slot.window, sent, {})
-                slot.seen = totals
-                for counter, amount in sent.items():
-                    slot.pending[counter] -= amount
+            except LimitsUnavailable:
+                # Kept for the next report, whichever slots are still to go.
+                self._ended += [item for item in slots[index:] if item[1] is not self._live(item)]
+                raise
+            slot.seen = totals
+            for counter, amount in sent.items():
+                slot.pending[counter] -= amount
+
+    def _live(self, item: tuple[str, Slot]) -> Slot | None:
+        return self._slots.get((item[0], item[1].window.kind))
