@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import anyio.to_thread
 
@@ -173,7 +173,7 @@ class DynamoDBStore:
             if code != "ConditionalCheckFailedException":
                 raise LimitsUnavailable(code or "ClientError") from None
             # ALL_OLD: the item as it stood (none when the window has no item yet).
-            old: dict[str, Any] = exc.response.get("Item", {})  # type: ignore[assignment]
+            old = cast("dict[str, Any]", exc.response.get("Item", {}))
             return False, counts(old)
         except BotoCoreError as exc:
             raise LimitsUnavailable(type(exc).__name__) from None
