@@ -15,6 +15,7 @@ from typing import Any
 import httpx2
 import pytest
 from policy_gateway import settings
+from policy_gateway.auth.authenticator import key_caller
 from policy_gateway.policy_source import chain_version
 
 from .support.client import HEADERS, policy_chain, request_body
@@ -33,6 +34,7 @@ WALKTHROUGH = policy_chain(("redact_secrets", {}), ("block_tool_calls", {"rules"
 FAILING = policy_chain(("tests.support.faulty_policies:ExplodeOnRequest", {}))
 
 
+LIMITED_CALLER = key_caller(HEADERS["x-api-key"].encode())
 WALKTHROUGH_VERSION = chain_version(WALKTHROUGH, None)
 FAILING_VERSION = chain_version(FAILING, None)
 
@@ -47,6 +49,8 @@ EXPECTED: list[tuple[str, dict[str, Any], int | None]] = [
     ("by chain_version", {"chain_version": FAILING_VERSION, "count(*)": 1}, 1),
     ("status >= 500", {"status": 500, "endpoint": "messages", "count(*)": 1}, 2),
     ('"shadow":true', {"policy": "block_tool_calls", "action": "block", "chain": "default"}, 1),
+    # The fake's answer: 10 input and 5 output tokens of a Sonnet at $3 and $15 a million.
+    ("sum(usage_usd)", {"caller": LIMITED_CALLER, "spend_usd": 0.000105}, 1),
 ]
 
 
@@ -104,6 +108,9 @@ def run_the_scenarios(
     upstream.script(tool_reply("bash", {"command": "ls"}))
     assert post(url) == 200
 
+    limited = {"policies": [], "limits": {"requests_per_minute": 60}}
+    assert post(make_gateway(policy_config=json.dumps(limited))) == 200
+
 
 @pytest.fixture
 def printed(
@@ -115,7 +122,7 @@ def printed(
     clock: ManualClock,
 ) -> list[Record]:
     run_the_scenarios(make_gateway, upstream, set_flag, ssm, clock)
-    return records(gateway_stdout.until(lambda text: text.count('"call finished"') >= 8))
+    return records(gateway_stdout.until(lambda text: text.count('"call finished"') >= 9))
 
 
 def test_every_documented_query_finds_its_scenarios_line(printed: list[Record]) -> None:

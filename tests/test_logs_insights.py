@@ -79,6 +79,12 @@ def test_stats_sort_limit_and_parse() -> None:
     ).run(LINES)
     assert rows == [{"caller": "bob", "count(*)": 2}, {"caller": "alice", "count(*)": 1}]
     assert Query("stats count(*) as n").run(LINES) == [{"n": 4}]
+    # sum() adds a field's numbers, skipping lines without one (the FAILED lines have 502).
+    assert Query("stats sum(status) as total by caller | sort total desc").run(LINES) == [
+        {"caller": "bob", "total": 1004},
+        {"caller": "alice", "total": 200},
+        {"caller": None, "total": 0},
+    ]
     assert len(Query("sort @timestamp desc | limit 2").run(LINES)) == 2
     parsed = Query(
         'parse @message /"action":"block","tool":"(?<tool>[^"]+)"/'

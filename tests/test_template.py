@@ -1054,7 +1054,14 @@ def test_dashboard_shows_the_top_callers_and_the_surge_alarm() -> None:
     assert "${FallbackSurgeAlarm.Arn}" in body
     stack = Stack(TEMPLATE_JSON, names.SERVICE_NAME)
     widgets = json.loads(stack.resources()["Dashboard"]["Properties"]["DashboardBody"])["widgets"]
-    (insight,) = [w for w in widgets if "insightRule" in w["properties"]]
+    (insight,) = [
+        w
+        for w in widgets
+        if w["properties"]
+        .get("insightRule", {})
+        .get("ruleName", "")
+        .endswith("CallersInsightRule.RuleName")
+    ]
     assert insight["properties"]["insightRule"]["orderBy"] == "Sum"
     assert insight["properties"]["insightRule"]["maxContributorCount"] >= 10
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import operator
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -267,18 +266,26 @@ def parsed(found: list[Record], words: Sequence[Token]) -> list[Record]:
 
 
 def counted(found: list[Record], words: Sequence[Token]) -> list[Record]:
-    """`stats count(*) [as NAME] [by FIELDS]`."""
+    """`stats count(*)|sum(FIELD) [as NAME] [by FIELDS]`."""
     texts = [word.text for word in words]
-    if texts[:4] != ["count", "(", "*", ")"]:
-        raise QueryError(f"the interpreter counts only count(*): {' '.join(texts)}")
+    if texts[:4] == ["count", "(", "*", ")"]:
+        label, summed = "count(*)", None
+    elif texts[:2] == ["sum", "("] and texts[3:4] == [")"]:
+        label, summed = f"sum({texts[2]})", texts[2]
+    else:
+        raise QueryError(f"the interpreter counts only count(*) and sum(): {' '.join(texts)}")
     rest = list(words[4:])
-    label = "count(*)"
     if rest and rest[0].text.lower() == "as":
         label, rest = rest[1].text, rest[2:]
     by = names(rest[1:]) if rest and rest[0].text.lower() == "by" else []
     if rest and not by:
-        raise QueryError(f"unexpected {' '.join(t.text for t in rest)!r} after count(*)")
-    groups = Counter(tuple(value_of(record, name) for name in by) for record in found)
+        raise QueryError(f"unexpected {' '.join(t.text for t in rest)!r} after {texts[0]}()")
+    groups: dict[tuple[Scalar, ...], float] = {}
+    for record in found:
+        key = tuple(value_of(record, name) for name in by)
+        value = 1 if summed is None else value_of(record, summed)
+        # Logs Insights' sum() skips a line without a number in the field.
+        groups[key] = groups.get(key, 0) + (value if isinstance(value, int | float) else 0)
     return [{**dict(zip(by, key, strict=True)), label: n} for key, n in groups.items()]
 
 

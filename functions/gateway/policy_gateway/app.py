@@ -76,6 +76,7 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     from .fallback import budget
     from .fallback.flag import FallbackFlag
     from .fallback.send import Fallback
+    from .limits.limiter import limiter
     from .parameter_batch import ParameterBatch
     from .policy_source import PolicySource
     from .routes.gateway import Gateway
@@ -86,15 +87,19 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     key = upstream_key(config)
     # The flag and the chain: one GetParameters call per refresh of both.
     reads = ParameterBatch(config.parameters_ttl, config.clock)
+    limits = limiter(config, clock)
     return Gateway(
         config=config,
         upstream=UpstreamClient(config),
         fallback=Fallback(
             FallbackFlag(config.flag_parameter, reads), budget.from_settings(config, clock)
         ),
-        policies=PolicySource(config.policy_config, config.policy_config_parameter, reads),
+        policies=PolicySource(
+            config.policy_config, config.policy_config_parameter, reads, limits_store=limits.label
+        ),
         auth=authenticator(config, key, clock),
         upstream_key=key,
+        limits=limits,
     )
 
 
@@ -173,7 +178,10 @@ class _DeferredGateway:
             self._refreshing.cancel()
             await asyncio.wait({self._refreshing})
         if self._built is not None:
-            await (await self.get()).upstream.aclose()
+            built = await self.get()
+            # What this environment counted and has not reported yet (ledger.py).
+            await built.limits.flush()
+            await built.upstream.aclose()
 
     def endpoint(
         self, name: str, handler: str = "routes.messages:MessagesEndpoint"

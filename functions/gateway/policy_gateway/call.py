@@ -12,13 +12,16 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway_policies import PolicyAction, PolicyContext, recorder
 from starlette.types import Scope, Send
 
 from .auth.authenticator import Credentials
 from .lambda_context import InvocationContext
+
+if TYPE_CHECKING:
+    from .limits.admission import CallLimits
 
 _JSON = [(b"content-type", b"application/json")]
 DEADLINE_ERROR = (504, "The gateway ended the call before its Lambda deadline.", "timeout_error")
@@ -104,6 +107,8 @@ class Call:
     chain_version: str | None = None
     """The version of the policy chain that decided (policy_source.py)."""
     usage: Usage = field(default_factory=Usage)
+    limits: CallLimits | None = field(default=None, repr=False)
+    """Set once the call is counted under limits (limits/limiter.py)."""
     trace_id: str | None = None
 
     def policy_actions(self) -> list[PolicyAction]:

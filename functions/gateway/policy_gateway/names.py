@@ -68,6 +68,11 @@ DIMENSION_ACTION = "action"
 DIMENSION_MODE = "mode"
 MODE_SHADOW = "shadow"
 DIMENSION_MODEL = "model"
+# Issue 42: a call the limits refused, by [service, limit] (the limit's document name), and
+# a call whose limits' counts could not be reached, by [service] (alarm LimitsUnavailable).
+METRIC_THROTTLED = "Throttled"
+DIMENSION_LIMIT = "limit"
+METRIC_LIMITS_UNAVAILABLE = "LimitsUnavailable"
 # The dimensions besides [service] each of them is emitted with (template.yaml's
 # dashboard searches exactly these sets).
 DIMENSIONED_METRICS = {
@@ -75,6 +80,7 @@ DIMENSIONED_METRICS = {
     METRIC_INPUT_TOKENS: (DIMENSION_MODEL,),
     METRIC_OUTPUT_TOKENS: (DIMENSION_MODEL,),
     METRIC_POLICY_REPAIRS: (DIMENSION_POLICY,),
+    METRIC_THROTTLED: (DIMENSION_LIMIT,),
 }
 # A client can send any model string, and each distinct dimension value is a
 # metric CloudWatch bills: only models an upstream answered with are counted,

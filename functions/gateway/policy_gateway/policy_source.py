@@ -43,6 +43,7 @@ from gateway_policies.detect import catalogue_version
 from . import names
 from .aws_reads import VersionedParameter
 from .errors import GatewayError
+from .limits import config as limits_config
 from .observability import metrics
 from .observability.logs import logger
 from .parameter_batch import ParameterBatch, ParameterUse
@@ -62,6 +63,8 @@ class LoadedDocument:
     version: str
     written: float | None = None
     """When the SSM parameter's version was written (epoch seconds); None for inline text."""
+    limits: limits_config.LimitsConfig = limits_config.NO_LIMITS_CONFIG
+    """The document's limits (limits/config.py), validated with its chains."""
 
 
 def chain_version(text: str, parameter_version: int | None) -> str:
@@ -81,8 +84,10 @@ class PolicySource:
         parameter: str | None,
         reads: ParameterBatch | None = None,
         now: Callable[[], float] = time.time,
+        limits_store: str = "process",
     ) -> None:
         self._parameter = parameter
+        self._limits_store = limits_store
         self._now = now
         self._static: LoadedDocument | None = None
         self._use: ParameterUse[LoadedDocument | None] | None = None
@@ -95,20 +100,23 @@ class PolicySource:
             self._use = reads.use(parameter, self._load_parameter, self._keep_last_good)
         elif inline:
             try:
-                self._static = self._loaded(load_document(inline), chain_version(inline, None))
+                self._static = self._loaded(*_parsed(inline), chain_version(inline, None))
             except PolicyConfigError as exc:
                 logger.error("inline policy config is invalid", extra={"error": str(exc)})
         else:
-            self._static = self._loaded(PolicyDocument(), NO_CONFIG_VERSION)
+            self._static = self._loaded(
+                PolicyDocument(), limits_config.NO_LIMITS_CONFIG, NO_CONFIG_VERSION
+            )
 
     def _load_parameter(self, read: VersionedParameter) -> LoadedDocument | None:
         return self._loaded(
-            load_document(read.value), chain_version(read.value, read.version), read.modified
+            *_parsed(read.value), chain_version(read.value, read.version), read.modified
         )
 
     def _loaded(
         self,
         document: PolicyDocument,
+        limits: limits_config.LimitsConfig,
         version: str,
         written: float | None = None,
         *,
@@ -128,9 +136,10 @@ class PolicySource:
                     "caller_shadow": caller_shadow(document),
                     "parameter": self._parameter,
                     "kept_last_good": kept,
+                    **limits_config.load_fields(limits, self._limits_store),
                 },
             )
-        return LoadedDocument(document, version, written)
+        return LoadedDocument(document, version, written, limits)
 
     def _keep_last_good(self, exc: Exception, last: LoadedDocument | None) -> LoadedDocument | None:
         metrics.count(names.METRIC_POLICY_CONFIG_ERRORS)
@@ -146,7 +155,7 @@ class PolicySource:
         )
         if last is None:
             return None
-        return self._loaded(last.document, last.version, last.written, kept=True)
+        return self._loaded(last.document, last.limits, last.version, last.written, kept=True)
 
     async def current(self) -> LoadedDocument | None:
         """The document in force and its version, None when no good one was ever loaded."""
@@ -173,6 +182,11 @@ class PolicySource:
         if loaded.written is not None:
             metrics.seconds(names.METRIC_CHAIN_VERSION_AGE, max(0.0, self._now() - loaded.written))
         return loaded
+
+
+def _parsed(text: str) -> tuple[PolicyDocument, limits_config.LimitsConfig]:
+    """The document's chains and its limits: both valid, or PolicyConfigError for the whole."""
+    return load_document(text), limits_config.parse(text)
 
 
 def caller_shadow(document: PolicyDocument) -> dict[str, list[str]]:

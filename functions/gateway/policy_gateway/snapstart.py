@@ -36,6 +36,7 @@ from . import aws_reads, parameters
 from .fallback import budget
 from .fallback.budget_table import DynamoDBStore
 from .fallback.send import Fallback
+from .limits import limiter
 from .observability import metrics, tracing
 from .observability.logs import logger
 from .upstream.client import UpstreamClient
@@ -50,6 +51,10 @@ async def before_checkpoint(gateway: Gateway) -> Gateway:
     store = gateway.fallback.budget.store
     if isinstance(store, DynamoDBStore):
         store.close()
+    # What the warm-up counted goes in now: a snapshot seeds many environments, and
+    # each would otherwise report it again (and spend the same leases).
+    await gateway.limits.flush()
+    gateway.limits.close()
     aws_reads.drop_clients()
     metrics.flush()
     tracing.flush()
@@ -71,6 +76,8 @@ async def after_restore(gateway: Gateway, clock: Callable[[], float]) -> Gateway
         gateway,
         upstream=UpstreamClient(config),
         fallback=Fallback(gateway.fallback.flag, budget.from_settings(config, clock)),
+        # No lease survives a snapshot: each restored environment takes its own.
+        limits=limiter.limiter(config, clock),
     )
     await restored.warm()
     logger.info("restore hook done: values re-read, clients rebuilt, randomness re-seeded")

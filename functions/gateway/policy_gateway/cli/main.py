@@ -8,6 +8,7 @@
     policy-gateway init [--stack NAME] [--region R] [--secrets] [--custom-names]
     policy-gateway doctor --stack NAME [--region R] [--url URL]
     policy-gateway budget CALLER|top [--limit N] [--stack NAME] [--region R]
+    policy-gateway usage [--day|--month] [--top N] [--caller NAME] [--stack NAME] [--region R]
     policy-gateway logs [--file F] [--stack NAME [--since 10m] [--follow]] [--all]
     policy-gateway keys add NAME [--group G ...] [--expires WHEN]|list
                         |rotate NAME [--grace D] [--expires WHEN]|revoke NAME
@@ -32,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import settings
-from . import logs
+from . import logs, usage
 from .commands import TOP, budget, doctor, flag, init, policy, say
 from .keys import add_key_commands
 from .operator_errors import explain
@@ -172,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_doctor(commands)
     _add_budget(commands)
     logs.register(commands)
+    usage.register(commands, _targeted)
     add_key_commands(commands, _targeted)
     return parser
 

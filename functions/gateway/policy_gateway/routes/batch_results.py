@@ -22,7 +22,8 @@ silently lacks entries.
 The call line's tokens are the sum over the succeeded entries' `usage` (its
 `model` the entries' model, `mixed` when they differ), read from the lines the
 response chain reads: with no response hook the file is relayed unread and
-the call line has no token counts.
+the call line has no token counts, unless the caller has limits: then each
+line is read for its `usage` only (`UsageLines`), and counted at the batch price.
 """
 
 from __future__ import annotations
@@ -54,14 +55,17 @@ class ResultsEndpoint(PassthroughEndpoint):
     async def _proxy(self, call: Call) -> None:
         # The chain first: without a usable one the call fails before reaching the upstream.
         self._chain = await self._gateway.chain(call)
+        await self._gateway.charge(call)
         await super()._proxy(call)
 
     async def _deliver(self, call: Call, upstream: UpstreamResponse, body: bytes) -> None:
         chain = self._chain
         new_context = partial(self._gateway.policy_context, call, kept=False)
-        lines = (
-            ResultLines(chain, new_context, call) if chain and chain.has_response_hooks else None
-        )
+        lines: ResultLines | UsageLines | None = None
+        if chain and chain.has_response_hooks:
+            lines = ResultLines(chain, new_context, call)
+        elif call.limits is not None:
+            lines = UsageLines(call)
         await BodyRelay(upstream, call).run(lines)
 
 
@@ -152,6 +156,43 @@ class ResultLines:
             f"The gateway withheld the batch results from line {self.lines} on: {reason}, "
             "so the response policies could not judge it."
         )
+
+
+class UsageLines:
+    """The results file relayed byte for byte, each succeeded entry's `usage` counted on the
+    way: for the caller's limits when no response hook reads the file. Fail open, as the
+    relay it rides on: a line it cannot read is passed on and counts nothing."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.pending = bytearray()
+
+    async def feed(self, chunk: bytes) -> bytes:
+        self.pending += chunk
+        *lines, rest = self.pending.split(b"\n")
+        for line in lines:
+            self._count(line)
+        # A line longer than a result can be is not read (nor held).
+        self.pending = bytearray(rest) if len(rest) <= MAX_LINE_BYTES else bytearray()
+        return chunk
+
+    async def end(self) -> bytes:
+        self._count(bytes(self.pending))
+        self.pending.clear()
+        return b""
+
+    def _count(self, raw: bytes | bytearray) -> None:
+        if b'"succeeded"' not in raw:
+            return
+        try:
+            entry = json.loads(raw)
+        except (ValueError, RecursionError):
+            return
+        result = entry.get("result") if isinstance(entry, dict) else None
+        if isinstance(result, dict) and result.get("type") == "succeeded":
+            message = result.get("message")
+            if isinstance(message, dict):
+                add_message_usage(self.call.usage, message)
 
 
 def _errored(error: GatewayError) -> dict[str, Any]:

@@ -69,6 +69,7 @@ class BatchCreateEndpoint(GatewayEndpoint):
             error = policy_error(refused.cause, refused.ctx)
             message = f"{refused.name}: {error.message}"
             raise GatewayError(error.status, message, error.error_type) from None
+        await gateway.admit(call)
         sending = gateway.send(call, body, names.LABEL_POLICY, stream=False)
         reached = await reach(call, sending, read=True)
         if reached is not None:

@@ -74,6 +74,7 @@ class GatewayEndpoint:
                 if call.chain_version is None:
                     # A route no policy judges still names the chain in force.
                     call.chain_version = self._gateway.policies.version
+                self._gateway.limits.settle(call)
                 _finish(call)
 
     async def _handle(self, call: Call, receive: Receive, header: HeaderLookup) -> None:
@@ -144,6 +145,7 @@ def _finish(call: Call) -> None:
             "upstream_request_id": call.upstream_request_id,
             "latency_ms": round(elapsed_ms, 2),
             **audited,
+            **(call.limits.fields() if call.limits is not None else {}),
         },
     )
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from gateway_policies import PolicyChain, PolicyContext
 
@@ -18,6 +19,7 @@ from ..auth.authenticator import Authenticator
 from ..auth.upstream_key import UpstreamKey
 from ..call import Call
 from ..fallback.send import Fallback
+from ..limits.limiter import Limiter
 from ..policy_source import PolicySource
 from ..upstream.client import Tries, UpstreamClient, UpstreamResponse
 from ..upstream.errors import UpstreamStatusError
@@ -33,6 +35,8 @@ class Gateway:
     policies: PolicySource
     auth: Authenticator
     upstream_key: UpstreamKey | None
+    limits: Limiter = field(default_factory=Limiter)
+    """Counted in this process unless built with LIMITS_TABLE's store (app.py)."""
 
     def policy_context(
         self, call: Call, *, endpoint: str = "messages", kept: bool = True
@@ -64,6 +68,17 @@ class Gateway:
         call.chain_version = loaded.version
         call.chain = chain.name
         return chain
+
+    async def admit(self, call: Call, request: dict[str, Any] | None = None, size: int = 0) -> None:
+        """Count the call under its caller's limits, or raise their 429 (limits/limiter.py)."""
+        loaded = await self.policies.loaded()
+        await self.limits.admit(call, loaded.limits, request, size)
+
+    async def charge(self, call: Call) -> None:
+        """Count what the call's answer reports under the caller's limits, admitting nothing
+        (a batch's results: the work is done, its tokens and spend are owed)."""
+        loaded = await self.policies.loaded()
+        await self.limits.charge(call, loaded.limits)
 
     async def warm(self) -> None:
         """Make the AWS reads a first call would otherwise make, so that init pays for them.

@@ -46,6 +46,11 @@ class MessagesEndpoint(GatewayEndpoint):
         except (PolicyViolation, PolicyFailure) as exc:
             raise policy_error(exc, ctx) from None
         call.stream = prepared.ctx.stream
+        # After the chain (a cap on max_tokens is what is admitted), before anything is sent.
+        request = prepared.modified
+        if self._endpoint != "messages" or not isinstance(request, dict):
+            request = None
+        await gateway.admit(call, request, len(prepared.sent))
         sending = gateway.fallback.send(call, prepared, gateway.send)
         reached = await reach(call, sending, read=not call.stream)
         if reached is None:

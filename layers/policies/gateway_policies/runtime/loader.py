@@ -20,6 +20,10 @@ from ..exceptions import PolicyConfigError
 from .chain import DEFAULT_CHAIN, PolicyChain
 from .document import GROUP_PREFIX, PolicyDocument
 
+# Keys a `callers` entry may hold beside its `policies` that the gateway itself reads
+# and validates (limits/config.py); the layer only lets them through.
+GATEWAY_ENTRY_KEYS = frozenset({"limits"})
+
 ENFORCE = "enforce"
 SHADOW = "shadow"
 """A chain entry's `mode`: enforced (the default), or run on copies and only recorded."""
@@ -94,8 +98,9 @@ def load_document(config: str | bytes | Mapping[str, Any]) -> PolicyDocument:
             raise PolicyConfigError(f"{where}: a caller or group name must not be empty")
         if not isinstance(entry, Mapping) or not isinstance(entry.get("policies"), list):
             raise PolicyConfigError(f'{where} must be an object {{"policies": [...]}}')
-        if set(entry) - {"policies"}:
-            raise PolicyConfigError(f"{where} has unknown keys {sorted(set(entry) - {'policies'})}")
+        unknown = set(entry) - {"policies"} - GATEWAY_ENTRY_KEYS
+        if unknown:
+            raise PolicyConfigError(f"{where} has unknown keys {sorted(unknown)}")
         chain = _chain(entry["policies"], f"{where}.policies", key)
         if group is None:
             by_caller[key] = chain
