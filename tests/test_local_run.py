@@ -20,6 +20,7 @@ import boto3
 import httpx2
 import pytest
 from policy_gateway import settings
+from policy_gateway.auth.authenticator import key_caller
 from policy_gateway.auth.gateway_keys import key_digest
 from policy_gateway.aws_reads import READ_TIMEOUT_SECONDS
 from policy_gateway.cli import standins
@@ -402,3 +403,30 @@ def test_the_banners_exports_carry_the_settings_the_commands_report(tmp_path: Pa
     assert "gateway_key mode" not in added.stderr
     assert f"within 5 s ({settings.ENV_SECRETS_TTL} in this shell" in added.stderr
     assert json.loads(shown.stdout)["gateway_ttl_seconds"] == 7.0
+
+
+@pytest.mark.usefixtures("no_aws_configured")
+def test_usage_in_another_shell_reads_the_limits_the_local_run_counted(tmp_path: Path) -> None:
+    """`make run` counts limits in its stand-in's DynamoDB (the budget's table, as deployed),
+    and the banner's export line names it: `policy-gateway usage` reads what it counted."""
+    log = tmp_path / "serve.log"
+    env = {
+        "PYTHONPATH": str(ROOT),
+        settings.ENV_POLICY_CONFIG: json.dumps(
+            {"policies": [], "limits": {"requests_per_minute": 50}}
+        ),
+    }
+    serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
+    with gateway_process(env, stdout_path=log, serve_args=serve_args) as (url, _):
+        sdk(url).messages.create(
+            model="claude-sonnet-4-6", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+        )
+        operator = _operator_env(log.read_text())
+        caller = key_caller(b"sk-ant-test-key")
+        shown = cli("usage", "--caller", caller, env=operator)
+    assert operator[settings.ENV_LIMITS_TABLE] == standins.LOCAL_FALLBACK_BUDGET_TABLE
+    assert shown.returncode == 0, shown.stderr
+    answer = json.loads(shown.stdout)
+    assert answer["table"] == standins.LOCAL_FALLBACK_BUDGET_TABLE
+    used = answer["limits"]["requests_per_minute"]
+    assert (used["limit"], used["used"], used["remaining"]) == (50, 1, 49)

@@ -122,12 +122,14 @@ def start_embedded_aws(port: int) -> str | None:
 
 
 def _serve_budget_table(endpoint: str) -> None:
-    """Keep the fallback budget in the stand-in's DynamoDB, as a deployed gateway does."""
+    """Keep the fallback budget and the per-caller limits in the stand-in's DynamoDB, in one
+    table as a deployed stack does, so `policy-gateway budget` and `usage` read them."""
     from ..fallback.budget_table import create_table
     from .deployment import client, region
 
     os.environ[ENV_DYNAMODB_ENDPOINT] = endpoint
     table = os.environ.setdefault(settings.ENV_FALLBACK_BUDGET_TABLE, LOCAL_FALLBACK_BUDGET_TABLE)
+    os.environ.setdefault(settings.ENV_LIMITS_TABLE, table)
     # The operator's patient client, not the serving path's 2 s reads: moto's
     # first DynamoDB request imports its backend, seconds on a busy machine, and
     # a timed-out CreateTable retried finds the table it made ("already exists").
@@ -164,6 +166,7 @@ def _seed_parameters() -> None:
 # this gateway, another shell's commands must report and act on its values, not defaults.
 OPERATOR_SETTINGS = (
     settings.ENV_FALLBACK_BUDGET_TABLE,
+    settings.ENV_LIMITS_TABLE,
     settings.ENV_AUTH_MODE,
     settings.ENV_FLAG_PARAMETER,
     settings.ENV_FLAG_TTL,
