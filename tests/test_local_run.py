@@ -243,9 +243,26 @@ def test_gateway_key_mode_runs_against_the_stand_in_after_init_secrets(tmp_path:
     env = {settings.ENV_AUTH_MODE: settings.AUTH_GATEWAY_KEY, "PYTHONPATH": str(ROOT)}
     serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
     with gateway_process(env, stdout_path=log, serve_args=serve_args) as (url, _):
+        started = log.read_text()
+        # The first start says what to run, and logs no error about the secrets it lacks.
+        assert "run `policy-gateway init --secrets`" in started
+        assert '"level":"ERROR"' not in started, started
         with pytest.raises(anthropic.InternalServerError):  # no secret yet
             _ask(client(url, api_key="gk-anything"), "hello", streaming=False)
         operator = _operator_env(log.read_text())
+        # A plain boto3 script in that shell finds its region (boto3 reads AWS_DEFAULT_REGION).
+        script = (
+            "import boto3; print(len(boto3.client('secretsmanager').list_secrets()['SecretList']))"
+        )
+        plain = subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, **operator},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert (plain.returncode, plain.stdout.strip()) == (0, "0"), plain.stderr
         created = cli("init", "--secrets", env=operator)
         assert created.returncode == 0, created.stderr
         found = re.search(r"key 'local' = (\S+)", created.stdout)

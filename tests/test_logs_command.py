@@ -192,3 +192,24 @@ def test_follow_without_a_stack_is_refused_in_one_line() -> None:
     assert refused.returncode == 2
     assert refused.stderr.strip().count("\n") == 0
     assert "--stack" in refused.stderr
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly_with_success(
+    tmp_path: Path,
+) -> None:
+    """`policy-gateway logs ... | head -1`, as Unix filters end: no BrokenPipeError, exit 0."""
+    calls = tmp_path / "calls.log"
+    # Far more than a pipe's buffer (64 KiB), so the writer meets the closed pipe.
+    calls.write_text("\n".join(_call_line(f"caller-{n}") for n in range(5000)) + "\n")
+    command = f"{sys.executable} -m policy_gateway logs --file {calls} 2>&1 | head -1"
+    piped = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stdout
+    (line,) = piped.stdout.splitlines()
+    assert "caller=caller-0 " in line
