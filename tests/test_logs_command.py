@@ -90,9 +90,16 @@ def test_a_redaction_a_block_and_a_fallback_are_one_readable_line_each(run_log: 
     assert '"_aws"' in printed  # EMF documents are among what it reads
     piped = _logs(stdin=printed)
     assert piped.returncode == 0, piped.stderr
-    lines = piped.stdout.splitlines()
+    shown = piped.stdout.splitlines()
+    lines = [line for line in shown if " upstream received " not in line]
     assert len(lines) == 3, lines
     redaction, block, fallback = lines
+    # And what the simulator received, one line per request it answered (not the fallback's
+    # first attempt, which it refused): the key as the chain left it.
+    received = [line for line in shown if " upstream received " in line]
+    assert len(received) == 3, received
+    assert 'user: "my key is [REDACTED:aws_access_key_id]"' in received[0]
+    assert received[0].endswith("| redacted: aws_access_key_id=1")
     for line in lines:
         assert " 200 messages " in line
         assert "caller=key:" in line

@@ -7,8 +7,10 @@
 Locally it reads `make run`'s output (standard input or a file); with
 `--stack` it reads the stack's function's log group with FilterLogEvents,
 from `--since` ago (default 10 minutes), and with `--follow` keeps polling
-for new events as `aws logs tail --follow` does. EMF documents and every
-other line are skipped unless `--all` asks for them (printed as they are).
+for new events as `aws logs tail --follow` does. A local run's output also
+holds one line per request its upstream simulator received (upstream_view.py),
+printed too. EMF documents and every other line are skipped unless `--all`
+asks for them (printed as they are).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, TextIO
 
 from .call_lines import is_call_line, parse, readable
 from .operator_errors import OperatorError
+from .upstream_view import is_received_line, readable_received
 
 DEFAULT_SINCE = "10m"
 POLL_SECONDS = 2.0
@@ -49,12 +52,15 @@ def since_seconds(text: str) -> int:
 
 
 def show(lines: Lines, out: TextIO, everything: bool) -> None:
-    """Each call line as one readable line; other lines only with `everything`, as they are."""
+    """Each call line as one readable line, and each line of what a local run's upstream
+    simulator received; other lines only with `everything`, as they are."""
     for text, when in lines:
         for raw in text.splitlines():
             line = parse(raw)
             if line is not None and is_call_line(line):
                 print(readable(line, when), file=out, flush=True)
+            elif line is not None and is_received_line(line):
+                print(readable_received(line, when), file=out, flush=True)
             elif everything and raw.strip():
                 print(raw, file=out, flush=True)
 
