@@ -16,6 +16,7 @@ import pytest
 from gateway_policies import PolicyContext
 from gateway_policies.actions import ACTIONS
 from policy_gateway import settings
+from policy_gateway.cli import key_changes
 
 from .support.cfn import ROOT, Stack, load_template
 
@@ -92,3 +93,20 @@ def test_writing_a_policy_shows_ctx_record_as_it_is() -> None:
     listed = re.search(r"`action` is one of\n?(.*?)\(anything", text, re.DOTALL)
     assert listed is not None
     assert set(re.findall(r"`(\w+)`", listed[1])) == ACTIONS
+
+
+def test_deploy_md_states_the_rotation_bound_the_code_computes() -> None:
+    """The bound deploy.md gives is `refused_everywhere`'s, and the line it quotes is the
+    command's (tests/test_keys_cli.py runs the command)."""
+    text = section("docs/deploy.md", "## 4. Gateway keys: `policy-gateway keys`")
+    assert "the later of the grace's end and\n  the write + `SECRETS_TTL_SECONDS`" in text
+    assert key_changes.refused_everywhere(0.0, 0.0, settings.DEFAULT_SECRETS_TTL) == 60
+    assert f"`SECRETS_TTL_SECONDS` (default {settings.DEFAULT_SECRETS_TTL:g})" in text
+    kept_days = key_changes.EXPIRED_KEPT_SECONDS / 86400
+    assert f"for {kept_days:g} days" in text
+    quoted = re.search(r"\(`(the old key works until .*?)`\)", text, re.DOTALL)
+    assert quoted is not None
+    assert " ".join(quoted[1].split()).startswith(
+        "the old key works until 03:32:17Z (--grace 0) on the gateways that have read this "
+        "change, and until at most 03:33:17Z on those that read the keys before it"
+    )
