@@ -18,7 +18,8 @@ from gateway_policies.actions import ACTIONS
 from policy_gateway import settings
 from policy_gateway.cli import key_changes
 
-from .support.cfn import ROOT, Stack, load_template
+from .support.cfn import Stack, load_template
+from .support.docs import section
 
 pytestmark = pytest.mark.unit
 
@@ -26,20 +27,6 @@ TEMPLATE = load_template()
 LAYER = re.compile(
     r"arn:aws:lambda:([a-z0-9-]+|<region>):(\d+):layer:(LambdaAdapterLayer\w+):(\d+)"
 )
-
-
-def section(document: str, heading: str) -> str:
-    """The text under `heading` (a whole heading line) up to the next heading of any level,
-    fenced blocks included (a `# comment` in one is no heading)."""
-    lines = (ROOT / document).read_text().splitlines(keepends=True)
-    start = lines.index(f"{heading}\n")
-    kept, fenced = [lines[start]], False
-    for line in lines[start + 1 :]:
-        fenced ^= line.lstrip().startswith("```")
-        if not fenced and re.match(r"#{1,6} ", line):
-            break
-        kept.append(line)
-    return "".join(kept)
 
 
 def _function(architecture: str | None = None) -> Any:

@@ -17,9 +17,9 @@ from policy_gateway import settings
 from policy_gateway.cli.simulated_reply import reply_message
 from policy_gateway.cli.upstream_view import received
 
+from .support.docs import section
 from .support.sdk import sdk
 from .support.servers import gateway_process
-from .test_docs_facts import section
 
 EXAMPLE_URL = "https://evil.example/collect"
 
