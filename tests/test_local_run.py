@@ -358,21 +358,23 @@ def test_the_stand_in_s_budget_table_outlasts_a_first_answer_slower_than_a_servi
 
 @pytest.mark.usefixtures("no_aws_configured")
 def test_stack_commands_against_the_stand_in_are_one_line_each(tmp_path: Path) -> None:
-    """The banner's exports name AWS_REGION only: every command takes it (doctor once
-    asked for it while it was set), and what needs a deployed stack says so in a line
-    (it once said the stack was not found, to check --stack and --region)."""
+    """Our commands need only the banner's AWS_REGION (doctor once asked for a region while
+    it was set; the banner exports AWS_DEFAULT_REGION too, for other AWS tools), and what
+    needs a deployed stack says so in a line (it once said the stack was not found, to check
+    --stack and --region)."""
     log = tmp_path / "serve.log"
     serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
     with gateway_process({"PYTHONPATH": _this_tree()}, stdout_path=log, serve_args=serve_args):
-        operator = _operator_env(log.read_text())
-        assert "AWS_DEFAULT_REGION" not in operator
-        assert cli("flag", "status", env=operator).returncode == 0
+        exported = _operator_env(log.read_text())
+        assert exported["AWS_DEFAULT_REGION"] == exported["AWS_REGION"]
+        operator = {k: v for k, v in exported.items() if k != "AWS_DEFAULT_REGION"}
+        assert cli("flag", "status", env=operator, unset=("AWS_DEFAULT_REGION",)).returncode == 0
         for command in (
             ("doctor", "--stack", "policy-gateway"),
             ("flag", "status", "--stack", "policy-gateway"),
             ("keys", "list", "--stack", "policy-gateway"),
         ):
-            result = cli(*command, env=operator)
+            result = cli(*command, env=operator, unset=("AWS_DEFAULT_REGION",))
             assert result.returncode == 1
             assert result.stdout == ""
             (line,) = result.stderr.splitlines()
