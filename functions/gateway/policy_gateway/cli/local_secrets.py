@@ -72,8 +72,13 @@ def create_local_secrets(args: argparse.Namespace) -> int:
 
 
 def missing_secrets(config: settings.Settings) -> list[str]:
-    """The names of the two secrets that do not exist yet (`init --secrets` creates them)."""
+    """The names of the two secrets that do not exist yet (`init --secrets` creates them).
+
+    Only a definite "not found" counts: any other failure (an endpoint configured elsewhere
+    that refuses these credentials) leaves the gateway to read and report them as usual.
+    """
     import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
 
     from .deployment import region
 
@@ -84,4 +89,6 @@ def missing_secrets(config: settings.Settings) -> list[str]:
             client.describe_secret(SecretId=name)
         except client.exceptions.ResourceNotFoundException:
             missing.append(name)
+        except (BotoCoreError, ClientError):
+            return []
     return missing
