@@ -88,10 +88,16 @@ def guard(
     return Guard(make_gateway, upstream, gateway_stdout)
 
 
-def block(**details: Any) -> dict[str, Any]:
-    """flow_guard's record of a blocked Bash call: these details (None leaves one out), else
-    provenance's for a URL from the fetched page."""
-    defaults = {"check": "provenance", "kind": "url", "tool_use_id": "toolu_WebFetch"}
+def block(streaming: bool, **details: Any) -> dict[str, Any]:
+    """flow_guard's record of the blocked Bash call `tool_reply` scripted first: these
+    details (None leaves one out), else provenance's for a URL from the fetched page."""
+    defaults = {
+        "check": "provenance",
+        "kind": "url",
+        "untrusted_tool_use_id": "toolu_WebFetch",
+        # tool_reply's id of its first call: the events' (testing.tool_use_block) or the body's.
+        "blocked_tool_use_id": "toolu_00_Bash" if streaming else "toolu_0",
+    }
     merged = {**defaults, **details}
     given = {key: value for key, value in merged.items() if value is not None}
     return {"policy": "flow_guard", "action": "block", "tool": "Bash", **given}
@@ -115,7 +121,7 @@ def test_a_url_only_the_fetched_page_gave_is_not_sent_to_a_sink(
     assert "carries a url that came from an untrusted result (toolu_WebFetch)" in blocked_text(
         reply
     )
-    assert guard.actions() == [block()]
+    assert guard.actions() == [block(streaming)]
     assert (
         guard.stdout.counted(names.METRIC_POLICY_ACTIONS, policy="flow_guard", action="block") == 1
     )
@@ -146,7 +152,7 @@ def test_a_host_the_page_named_is_not_sent_to_a_sink_however_written(
     guard.upstream.script(tool_reply(streaming, ("Bash", {"command": command})))
     reply = ask(client, streaming, tools=TOOLS, messages=messages)
     assert "carries a host that came from an untrusted result" in blocked_text(reply)
-    assert guard.actions() == [block(kind="host")]
+    assert guard.actions() == [block(streaming, kind="host")]
 
 
 @both
@@ -208,7 +214,7 @@ def test_an_access_key_from_a_read_result_is_blocked_only_when_read_is_untrusted
         return
     assert "carries a token" in blocked_text(reply)
     [action] = guard.actions()
-    assert (action["kind"], action["tool_use_id"]) == ("token", "toolu_Read")
+    assert (action["kind"], action["untrusted_tool_use_id"]) == ("token", "toolu_Read")
 
 
 @both
@@ -244,7 +250,7 @@ def test_a_server_web_fetch_then_a_sink_call_in_one_answer_is_blocked(
     assert "flow_guard blocked a call to tool 'Bash'" in reply.content[3].text  # type: ignore[union-attr]
     assert reply.stop_reason == "end_turn"
     [action] = guard.actions()
-    assert (action["kind"], action["tool_use_id"]) == ("url", "srvtoolu_00")
+    assert (action["kind"], action["untrusted_tool_use_id"]) == ("url", "srvtoolu_00")
 
 
 @both
@@ -296,7 +302,7 @@ def test_any_untrusted_blocks_every_sink_after_an_untrusted_result_and_nothing_w
         return
     assert kinds(reply) == ["text", "tool_use"]
     assert "holds an untrusted result (toolu_WebFetch)" in reply.content[0].text  # type: ignore[union-attr]
-    assert guard.actions() == [block(check="any_untrusted", kind=None)]
+    assert guard.actions() == [block(streaming, check="any_untrusted", kind=None)]
 
 
 @both
@@ -318,7 +324,7 @@ def test_a_sink_after_an_unreadable_result_is_judged_as_any_untrusted_and_says_s
     )
     reply = ask(client, streaming, tools=TOOLS, messages=messages)
     assert "cannot read (toolu_WebFetch), so it is judged as any_untrusted" in blocked_text(reply)
-    unreadable = block(kind=None, judged_as="any_untrusted", unreadable=True)
+    unreadable = block(streaming, kind=None, judged_as="any_untrusted", unreadable=True)
     assert guard.actions() == [unreadable]
 
 
@@ -332,4 +338,4 @@ def test_in_shadow_mode_the_call_goes_through_and_the_block_is_recorded(
     assert kinds(reply) == ["tool_use"]
     assert reply.content[0].input == EXFILTRATE  # type: ignore[union-attr]
     assert reply.stop_reason == "tool_use"
-    assert guard.actions() == [block(shadow=True)]
+    assert guard.actions() == [block(streaming, shadow=True)]

@@ -84,16 +84,34 @@ def test_a_rotation_ends_the_old_key_after_the_grace_and_keeps_the_groups() -> N
     # A second rotation within the grace never lengthens the first one's.
     again = key_changes.rotate(rotated, "alice", NEWER, NOW + 20, 2 * HOUR, None)
     assert [key.expires for key in again] == [NOW + 10 + HOUR, NOW + 20 + 2 * HOUR, None]
-    # With no grace the old key is gone from the secret at once.
+    # With no grace the old key ends at once, and stays in the secret with its end, so every
+    # gateway that reads it refuses the key as expired, by name.
     at_once = key_changes.rotate(keys, "alice", NEW, NOW, 0.0, None)
-    assert [key.digest for key in at_once] == [key_digest(NEW)]
+    assert [(key.digest, key.expires) for key in at_once] == [
+        (key_digest(OLD), NOW),
+        (key_digest(NEW), None),
+    ]
 
 
-def test_every_write_drops_expired_keys_and_revoke_removes_keys_in_grace_too() -> None:
+def test_writes_keep_an_ended_key_a_week_and_revoke_removes_keys_in_grace_too() -> None:
     keys = key_changes.add((), "alice", OLD, (), NOW, NOW + 60)
     keys = key_changes.add(keys, "bob", NEW, (), NOW, None)
     later = key_changes.add(keys, "carol", NEWER, (), NOW + 61, None)
-    assert [key.name for key in later] == ["bob", "carol"]
+    assert [(key.name, key.expired(NOW + 61)) for key in later] == [
+        ("alice", True),
+        ("bob", False),
+        ("carol", False),
+    ]
+    week = NOW + 60 + key_changes.EXPIRED_KEPT_SECONDS
+    assert [key.name for key in key_changes.add(keys, "dan", NEWER, (), week - 1, None)] == [
+        "alice",
+        "bob",
+        "dan",
+    ]
+    assert [key.name for key in key_changes.add(keys, "dan", NEWER, (), week, None)] == [
+        "bob",
+        "dan",
+    ]
     rotated = key_changes.rotate(keys, "bob", NEWER, NOW, HOUR, None)
     assert [key.name for key in key_changes.revoke(rotated, "bob", NOW)] == ["alice"]
     with pytest.raises(OperatorError, match="no valid key named 'nobody'"):
@@ -102,6 +120,13 @@ def test_every_write_drops_expired_keys_and_revoke_removes_keys_in_grace_too() -
         key_changes.add(keys, "bob", NEWER, (), NOW, None)
     # An expired name is free again.
     assert key_changes.add(keys, "alice", NEWER, (), NOW + 60, None)
+
+
+def test_an_ended_key_is_refused_everywhere_at_the_later_of_its_end_and_the_ttl() -> None:
+    """A gateway that read the keys before the rotation holds a copy where the old key never
+    ends, until its re-read within the TTL: the bound `keys rotate` states."""
+    assert key_changes.refused_everywhere(NOW, NOW, 60.0) == NOW + 60
+    assert key_changes.refused_everywhere(NOW + HOUR, NOW, 60.0) == NOW + HOUR
 
 
 def test_the_listing_shows_neither_key_nor_digest() -> None:

@@ -13,6 +13,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import anthropic
@@ -175,11 +176,19 @@ def test_a_rotated_key_works_for_its_grace_period_only(
     rotation = keys("rotate", "alice", "--grace", "1h")
     assert rotation.returncode == 0, rotation.stderr
     assert "the old key works until" in rotation.stderr
+    # A grace longer than the TTL: every gateway reads the end in time, and keeps to it.
+    assert "(--grace 1h), then every running gateway refuses it" in rotation.stderr
     new = rotation.stdout.strip()
     seen_after_the_ttl(clock, lambda: not refused(gateway, new))
     assert chain_of(gateway, old, upstream) == "ctr|alice|contractors"
     assert chain_of(gateway, new, upstream) == "ctr|alice|contractors"
-    wall.advance(3600 - 5)
+    # Judged from the end the command printed (in whole seconds), not from when the test
+    # began: the commands before it take seconds of their own on a loaded machine.
+    stated = re.search(r"the old key works until (\S+) ", rotation.stderr)
+    assert stated is not None, rotation.stderr
+    end = datetime.fromisoformat(stated[1]).timestamp()
+    assert 3590 < end - wall() < 3660
+    wall.advance(end - 5 - wall())
     assert not refused(gateway, old)
     wall.advance(10)
     assert refused(gateway, old)
@@ -190,6 +199,62 @@ def test_a_rotated_key_works_for_its_grace_period_only(
     assert rejected
     assert rejected[-1]["reason"] == "expired"
     assert rejected[-1]["key_name"] == "alice"
+
+
+def _rejections(gateway_stdout: GatewayStdout) -> list[dict[str, Any]]:
+    return [
+        line for line in gateway_stdout.lines() if line.get("message") == "gateway key rejected"
+    ]
+
+
+def test_a_rotation_without_grace_states_the_real_bound_and_the_old_key_is_refused_by_name(
+    gateway: str,
+    upstream: FakeUpstream,
+    clock: ManualClock,
+    wall: ManualClock,
+    gateway_stdout: GatewayStdout,
+) -> None:
+    """Issue 39, item 5: `--grace 0` printed an end the gateways did not keep to; the key
+    worked on for as long as a gateway held the keys it read before the rotation."""
+    old = added("add", "alice")
+    # The gateway holds a copy of the keys in which alice's key never ends.
+    seen_after_the_ttl(clock, lambda: not refused(gateway, old))
+    rotation = keys("rotate", "alice", "--grace", "0")
+    assert rotation.returncode == 0, rotation.stderr
+    stated = re.search(
+        r"the old key works until (\S+) \(--grace 0\) on the gateways that have read this "
+        rf"change, and until at most (\S+) on those that read the keys before it \(they hold "
+        rf"them for up to {TTL:g} s;",
+        rotation.stderr,
+    )
+    assert stated is not None, rotation.stderr
+    end, everywhere = (datetime.fromisoformat(moment).timestamp() for moment in stated.groups())
+    assert 0 <= everywhere - end <= 1  # the TTL (0.3 s) later, in whole seconds
+    # The gateway's wall clock passes the end the secret now holds ...
+    wall.advance(time.time() + 1 - wall())
+    # ... yet its copy, read before the rotation, still admits the key: that is the bound.
+    assert not refused(gateway, old)
+    # Once it re-reads, the kept entry refuses the key by its end, naming it.
+    seen_after_the_ttl(clock, lambda: refused(gateway, old))
+    assert (
+        _rejections(gateway_stdout)[-1]["reason"],
+        _rejections(gateway_stdout)[-1]["key_name"],
+    ) == (
+        "expired",
+        "alice",
+    )
+    # A later write keeps the ended entry: the refusal still names the key.
+    bob = added("add", "bob")
+    seen_after_the_ttl(clock, lambda: not refused(gateway, bob))
+    assert refused(gateway, old)
+    assert _rejections(gateway_stdout)[-1]["key_name"] == "alice"
+    listed = status_of(keys("list"))["keys"]
+    assert [(entry["name"], entry["state"]) for entry in listed] == [
+        ("default", "valid"),
+        ("alice", "expired"),
+        ("alice", "valid"),
+        ("bob", "valid"),
+    ]
 
 
 def test_a_revoked_key_is_refused_within_the_ttl(

@@ -244,9 +244,26 @@ def test_gateway_key_mode_runs_against_the_stand_in_after_init_secrets(tmp_path:
     env = {settings.ENV_AUTH_MODE: settings.AUTH_GATEWAY_KEY, "PYTHONPATH": str(ROOT)}
     serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
     with gateway_process(env, stdout_path=log, serve_args=serve_args) as (url, _):
+        started = log.read_text()
+        # The first start says what to run, and logs no error about the secrets it lacks.
+        assert "run `policy-gateway init --secrets`" in started
+        assert '"level":"ERROR"' not in started, started
         with pytest.raises(anthropic.InternalServerError):  # no secret yet
             _ask(client(url, api_key="gk-anything"), "hello", streaming=False)
         operator = _operator_env(log.read_text())
+        # A plain boto3 script in that shell finds its region (boto3 reads AWS_DEFAULT_REGION).
+        script = (
+            "import boto3; print(len(boto3.client('secretsmanager').list_secrets()['SecretList']))"
+        )
+        plain = subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, **operator},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert (plain.returncode, plain.stdout.strip()) == (0, "0"), plain.stderr
         created = cli("init", "--secrets", env=operator)
         assert created.returncode == 0, created.stderr
         found = re.search(r"key 'local' = (\S+)", created.stdout)
@@ -342,21 +359,23 @@ def test_the_stand_in_s_budget_table_outlasts_a_first_answer_slower_than_a_servi
 
 @pytest.mark.usefixtures("no_aws_configured")
 def test_stack_commands_against_the_stand_in_are_one_line_each(tmp_path: Path) -> None:
-    """The banner's exports name AWS_REGION only: every command takes it (doctor once
-    asked for it while it was set), and what needs a deployed stack says so in a line
-    (it once said the stack was not found, to check --stack and --region)."""
+    """Our commands need only the banner's AWS_REGION (doctor once asked for a region while
+    it was set; the banner exports AWS_DEFAULT_REGION too, for other AWS tools), and what
+    needs a deployed stack says so in a line (it once said the stack was not found, to check
+    --stack and --region)."""
     log = tmp_path / "serve.log"
     serve_args = ["--simulate-upstream", "--embedded-ssm", "--embedded-ssm-port", str(free_port())]
     with gateway_process({"PYTHONPATH": _this_tree()}, stdout_path=log, serve_args=serve_args):
-        operator = _operator_env(log.read_text())
-        assert "AWS_DEFAULT_REGION" not in operator
-        assert cli("flag", "status", env=operator).returncode == 0
+        exported = _operator_env(log.read_text())
+        assert exported["AWS_DEFAULT_REGION"] == exported["AWS_REGION"]
+        operator = {k: v for k, v in exported.items() if k != "AWS_DEFAULT_REGION"}
+        assert cli("flag", "status", env=operator, unset=("AWS_DEFAULT_REGION",)).returncode == 0
         for command in (
             ("doctor", "--stack", "policy-gateway"),
             ("flag", "status", "--stack", "policy-gateway"),
             ("keys", "list", "--stack", "policy-gateway"),
         ):
-            result = cli(*command, env=operator)
+            result = cli(*command, env=operator, unset=("AWS_DEFAULT_REGION",))
             assert result.returncode == 1
             assert result.stdout == ""
             (line,) = result.stderr.splitlines()

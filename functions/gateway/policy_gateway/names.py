@@ -91,6 +91,12 @@ MODEL_OTHER = "other"
 ATTRIBUTE_CALL_ID = "call_id"
 # The log line each load of a policy chain writes, which operators' queries look for.
 LOG_POLICY_CHAIN_LOADED = "policy chain loaded"
+# The ERROR lines of a chain that failed to load (`policy-gateway logs` shows them by default):
+# the last good chain kept, or none ever loaded (calls refused).
+LOG_POLICY_CONFIG_KEPT_LAST_GOOD = "policy config unusable; keeping the last good chain"
+LOG_POLICY_CONFIG_FAILING_CLOSED = (
+    "policy config unusable and no good chain was ever loaded; failing closed"
+)
 # The log line that ends every call (`policy-gateway logs` and the docs' queries read it).
 LOG_CALL_FINISHED = "call finished"
 

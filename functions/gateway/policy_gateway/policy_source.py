@@ -144,9 +144,9 @@ class PolicySource:
     def _keep_last_good(self, exc: Exception, last: LoadedDocument | None) -> LoadedDocument | None:
         metrics.count(names.METRIC_POLICY_CONFIG_ERRORS)
         logger.error(
-            "policy config unusable; keeping the last good chain"
+            names.LOG_POLICY_CONFIG_KEPT_LAST_GOOD
             if last is not None
-            else "policy config unusable and no good chain was ever loaded; failing closed",
+            else names.LOG_POLICY_CONFIG_FAILING_CLOSED,
             extra={
                 "parameter": self._parameter,
                 "error_type": type(exc).__name__,

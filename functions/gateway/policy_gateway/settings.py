@@ -132,6 +132,10 @@ class Settings:
     """The only `Host`s answered (empty: any): those naming the loopback address `serve`
     listens on outside Lambda, against a page's DNS rebinding (auth/web_pages.py)."""
     server_log_level: str = "warning"
+    warm_secrets: bool = True
+    """Read gateway_key mode's secrets at start-up. `serve` turns it off when its embedded
+    stand-in holds none yet (`init --secrets` creates them): a first start then logs no
+    error about a secret nobody created; the first call reads them as usual."""
     """uvicorn's own log level under `serve` (its access log stays off)."""
     fallback_budget: int = DEFAULT_FALLBACK_BUDGET
     fallback_budget_window: int = DEFAULT_FALLBACK_BUDGET_WINDOW

@@ -179,7 +179,7 @@ class ToolCallGate(Policy[OptionsT]):
             if upstream:
                 self._log_upstream_call(block, found, ctx)
             if found is not None:
-                self._record_block(ctx, tool, upstream, found.details)
+                self._record_block(ctx, block, found.details)
                 text = blocked_text(self.label, tool, found.reason, upstream=upstream)
                 content[index] = {"type": "text", "text": text}
                 if upstream:
@@ -288,17 +288,22 @@ class ToolCallGate(Policy[OptionsT]):
             state.withheld[str(block.get("id"))] = tool
         else:
             state.blocked += 1
-        self._record_block(ctx, tool, upstream, found.details)
+        self._record_block(ctx, block, found.details)
         text = blocked_text(self.label, tool, found.reason, upstream=upstream)
         return _text_block(index, text, stop)
 
+    def call_details(self, block: JSONObject) -> dict[str, Any]:
+        """What a blocked call's record says of the call itself besides its tool's name
+        (nothing by default; flow_guard names the call's id beside its source's)."""
+        return {}
+
     def _record_block(
-        self, ctx: PolicyContext, tool: str, upstream: bool, details: Mapping[str, Any]
+        self, ctx: PolicyContext, block: JSONObject, details: Mapping[str, Any]
     ) -> None:
         """The audit trail's entry for one blocked call: the tool's name (or what the
         verdict's details say it is), never its input."""
-        entry = {"tool": tool, **details}
-        if upstream:
+        entry = {"tool": str(block.get("name")), **self.call_details(block), **details}
+        if _is_upstream(block):
             entry["upstream"] = True
         ctx.record(self, "block", **entry)
 
@@ -337,7 +342,7 @@ class ToolCallGate(Policy[OptionsT]):
         state = ctx.state(self, GateState)
         if state.held is not None:
             block = (state.held[0].payload or {}).get("content_block") or {}
-            self._record_block(ctx, str(block.get("name")), _is_upstream(block), {})
+            self._record_block(ctx, block, {})
         state.held = None
         return []
 

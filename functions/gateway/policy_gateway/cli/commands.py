@@ -120,8 +120,20 @@ def policy(args: argparse.Namespace) -> int:
     status["gateway_ttl_from"] = targets.setting_source(settings.ENV_POLICY_CONFIG_TTL)
     if args.caller:
         status.update(resolution.shown(live["Value"], args))
+    if args.action == "show" and targets.stack:
+        status.update(_gateways_loaded(targets.stack, targets.region, live))
     print(json.dumps(status, indent=2))
     return 0
+
+
+def _gateways_loaded(stack: str, region: str | None, live: dict[str, Any]) -> dict[str, Any]:
+    """Which version the stack's gateways last loaded, from their `policy chain loaded` lines:
+    a version they rejected is live in SSM, not in them."""
+    from .chain_lines import gateways_report
+    from .logs import log_group
+
+    group, logs = log_group(stack, region)
+    return gateways_report(logs, group, live, time.time())
 
 
 def init(args: argparse.Namespace) -> int:

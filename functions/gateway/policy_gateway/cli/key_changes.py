@@ -6,8 +6,18 @@ wrote in between (secret_versions.py). Times are wall-clock seconds.
 
 A rotation keeps the old key valid for a grace period (DEFAULT_GRACE, or
 `--grace`), long enough to move every client to the new key; a revocation
-removes every key of the name at once. Every write also drops the keys
-that have expired, so rotations do not pile up in the secret.
+removes every key of the name at once. An ended key stays in the secret,
+with its `expires`, for EXPIRED_KEPT_SECONDS: every gateway that reads it
+refuses the key from that moment on by its own clock, naming it (`reason:
+expired`, `key_name`), and a later write cannot turn that into a refusal of
+an unknown key. Writes drop keys ended longer ago, so rotations do not pile
+up in the secret.
+
+What no entry can do is reach a gateway that read the keys before the
+rotation was written: it holds a copy in which the old key never ends, until
+it re-reads the secret, within SECRETS_TTL_SECONDS of the write. So the old
+key is refused everywhere from the later of its end and that re-read
+(`refused_everywhere`); a grace of at least the TTL makes it its end exactly.
 """
 
 from __future__ import annotations
@@ -74,8 +84,20 @@ def expiry(text: str, now: float) -> float:
     return moment
 
 
-def _valid(keys: tuple[GatewayKey, ...], now: float) -> tuple[GatewayKey, ...]:
-    return tuple(key for key in keys if not key.expired(now))
+EXPIRED_KEPT_SECONDS = 7 * 86400.0
+
+
+def _kept(keys: tuple[GatewayKey, ...], now: float) -> tuple[GatewayKey, ...]:
+    """The keys a write keeps: all but those that ended more than EXPIRED_KEPT_SECONDS ago."""
+    return tuple(
+        key for key in keys if key.expires is None or now < key.expires + EXPIRED_KEPT_SECONDS
+    )
+
+
+def refused_everywhere(ends: float, written: float, ttl: float) -> float:
+    """When every running gateway refuses a key a write at `written` made end at `ends`: at
+    its end, once each has re-read the keys (within `ttl` of the write); else at that re-read."""
+    return max(ends, written + ttl)
 
 
 def _named(keys: tuple[GatewayKey, ...], name: str, now: float) -> list[GatewayKey]:
@@ -96,7 +118,7 @@ def add(
             f"pick another name, or `policy-gateway keys rotate {name}` to replace its key",
             exit_code=2,
         )
-    return (*_valid(keys, now), GatewayKey(key_digest(key), name, groups, now, expires))
+    return (*_kept(keys, now), GatewayKey(key_digest(key), name, groups, now, expires))
 
 
 def rotate(
@@ -118,14 +140,14 @@ def rotate(
         for old in keys
     )
     newest = max(current, key=lambda old: old.created or 0.0)
-    return (*_valid(kept, now), GatewayKey(key_digest(key), name, newest.groups, now, expires))
+    return (*_kept(kept, now), GatewayKey(key_digest(key), name, newest.groups, now, expires))
 
 
 def revoke(keys: tuple[GatewayKey, ...], name: str, now: float) -> tuple[GatewayKey, ...]:
     """Every key of `name` removed, those still in a rotation's grace period too."""
     if not _named(keys, name, now):
         raise _unknown(name)
-    return tuple(key for key in _valid(keys, now) if key.name != name)
+    return tuple(key for key in _kept(keys, now) if key.name != name)
 
 
 def _unknown(name: str) -> OperatorError:

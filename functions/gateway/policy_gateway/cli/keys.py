@@ -6,8 +6,10 @@ stack's function's; else this shell's, or the default), as digests with
 standard output, and kept nowhere. Each write reads the secret, changes it and
 swaps it in only if no one wrote in between (secret_versions.py). Running
 gateways see a change within SECRETS_TTL_SECONDS: a new key works, a revoked
-key is refused from then on. A rotated key's end is data in the secret, so it
-is refused at that time exactly, whatever the TTL.
+key is refused from then on. A rotated key's end is data in the secret, so a
+gateway that has read the rotation refuses it at that time exactly, by its own
+clock; one that read the keys before the rotation was written accepts it until
+its re-read, so `rotate` states the later of the two (key_changes.py).
 """
 
 from __future__ import annotations
@@ -31,17 +33,22 @@ class _Change:
     """One command's change to the keys, applied to whichever version of the secret is current
     (more than once when another writer came first); keeps the keys before and after."""
 
-    def __init__(self, secret: str, change: Callable[[Keys, float], Keys]) -> None:
+    def __init__(self, secret: str, change: Callable[[Keys, float], Keys], ttl: float) -> None:
         self.secret = secret
         self.change = change
+        self.ttl = ttl
+        """The gateways' SECRETS_TTL_SECONDS: how long one may hold the keys it read before."""
         self.before: Keys = ()
         self.after: Keys = ()
+        self.at = 0.0
+        """When the change was made (wall-clock seconds), for the version written last."""
 
     def __call__(self, text: str) -> str:
         from ..auth.gateway_keys import keys_document
 
         self.before = _parsed(text, self.secret)
-        self.after = self.change(self.before, time.time())
+        self.at = time.time()
+        self.after = self.change(self.before, self.at)
         return keys_document(self.after)
 
 
@@ -99,7 +106,7 @@ def _write(args: argparse.Namespace, change: Callable[[Keys, float], Keys]) -> t
     from .secret_versions import update
 
     targets, client, secret = _targets(args)
-    applied = _Change(secret, change)
+    applied = _Change(secret, change, targets.config.secrets_ttl)
     try:
         update(client, secret, applied)
     except Exception as exc:
@@ -149,16 +156,30 @@ def rotate(args: argparse.Namespace) -> int:
         args, lambda keys, at: key_changes.rotate(keys, args.name, key, at, grace, expires)
     )
     print(key, flush=True)
-    # rotate() appends the new key last; the others of the name are the old ones in grace.
-    ends = [
-        old.expires
-        for old in applied.after[:-1]
-        if old.name == args.name and old.expires is not None
-    ]
+    # rotate() appends the new key last; the old ones it ended end from the write on (those
+    # that ended before it are kept in the secret for a while too, and are not this one).
+    replaced = {old.digest for old in applied.before if old.name == args.name}
+    end = min(
+        (
+            old.expires
+            for old in applied.after[:-1]
+            if old.digest in replaced and old.expires is not None and old.expires >= applied.at
+        ),
+        default=applied.at,
+    )
+    everywhere = key_changes.refused_everywhere(end, applied.at, applied.ttl)
+    works = f"the old key works until {_when(end)} (--grace {args.grace})"
+    if everywhere <= end:
+        works += ", then every running gateway refuses it"
+    else:
+        works += (
+            f" on the gateways that have read this change, and until at most "
+            f"{_when(everywhere)} on those that read the keys before it (they hold them for up "
+            f"to {applied.ttl:g} s; a --grace of at least that ends it at its end everywhere)"
+        )
     say(
         f"rotated {args.name!r}: the new key above is shown this once and works once "
-        f"{in_force}; the old key works until {_when(min(ends, default=now))} "
-        f"(--grace {args.grace})"
+        f"{in_force}; {works}"
     )
     return 0
 

@@ -69,3 +69,26 @@ def create_local_secrets(args: argparse.Namespace) -> int:
         )
         print(f"created  {config.upstream_api_key_secret} ({source})")
     return 0
+
+
+def missing_secrets(config: settings.Settings) -> list[str]:
+    """The names of the two secrets that do not exist yet (`init --secrets` creates them).
+
+    Only a definite "not found" counts: any other failure (an endpoint configured elsewhere
+    that refuses these credentials) leaves the gateway to read and report them as usual.
+    """
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from .deployment import region
+
+    client = boto3.client("secretsmanager", region_name=region(None))
+    missing = []
+    for name in (config.gateway_keys_secret, config.upstream_api_key_secret):
+        try:
+            client.describe_secret(SecretId=name)
+        except client.exceptions.ResourceNotFoundException:
+            missing.append(name)
+        except (BotoCoreError, ClientError):
+            return []
+    return missing

@@ -7,8 +7,12 @@
 Locally it reads `make run`'s output (standard input or a file); with
 `--stack` it reads the stack's function's log group with FilterLogEvents,
 from `--since` ago (default 10 minutes), and with `--follow` keeps polling
-for new events as `aws logs tail --follow` does. EMF documents and every
-other line are skipped unless `--all` asks for them (printed as they are).
+for new events as `aws logs tail --follow` does. A local run's output also
+holds one line per request its upstream simulator received (upstream_view.py),
+printed too, and so is every chain-load failure (`policy config unusable`,
+chain_lines.py): a chain the gateways rejected shows without `--all`. EMF
+documents and every other line are skipped unless `--all` asks for them
+(printed as they are).
 """
 
 from __future__ import annotations
@@ -22,16 +26,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from ..names import LOG_CALL_FINISHED
 from .call_lines import is_call_line, parse, readable
+from .chain_lines import FAILURES, is_chain_failure, readable_failure
 from .operator_errors import OperatorError
+from .upstream_view import is_received_line, readable_received
 
 DEFAULT_SINCE = "10m"
 POLL_SECONDS = 2.0
 # Events of several log streams reach FilterLogEvents out of order: each poll
 # re-reads this far behind the newest event seen, and skips the event ids it printed.
 LATE_EVENTS_MS = 10_000
-# Only call lines come back from CloudWatch, which needs no client-side work to skip the rest.
-CALL_LINES_PATTERN = '{ $.message = "call finished" }'
+# Only call lines and chain-load failures come back from CloudWatch, which needs no
+# client-side work to skip the rest.
+CALL_LINES_PATTERN = (
+    "{ "
+    + " || ".join(f'($.message = "{message}")' for message in (LOG_CALL_FINISHED, *FAILURES))
+    + " }"
+)
 _SINCE = re.compile(r"(\d+)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -49,12 +61,18 @@ def since_seconds(text: str) -> int:
 
 
 def show(lines: Lines, out: TextIO, everything: bool) -> None:
-    """Each call line as one readable line; other lines only with `everything`, as they are."""
+    """Each call line as one readable line, each chain-load failure (chain_lines.py) and each
+    line of what a local run's upstream simulator received; other lines only with
+    `everything`, as they are."""
     for text, when in lines:
         for raw in text.splitlines():
             line = parse(raw)
             if line is not None and is_call_line(line):
                 print(readable(line, when), file=out, flush=True)
+            elif line is not None and is_received_line(line):
+                print(readable_received(line, when), file=out, flush=True)
+            elif line is not None and is_chain_failure(line):
+                print(readable_failure(line, when), file=out, flush=True)
             elif everything and raw.strip():
                 print(raw, file=out, flush=True)
 

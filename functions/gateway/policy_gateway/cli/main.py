@@ -29,6 +29,8 @@ exists (`init` alone creates), and a failure is one line with the next step.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -51,6 +53,24 @@ def _budget_line(config: settings.Settings) -> str:
         f"fallback budget: {config.fallback_budget} per caller per "
         f"{config.fallback_budget_window} s, {where}"
     )
+
+
+def _secrets_to_create(config: settings.Settings) -> settings.Settings:
+    """In gateway_key mode, what to run while the embedded stand-in holds no secret yet; and
+    the config that leaves them unread until a call needs them, so no ERROR line says so."""
+    if config.auth_mode != settings.AUTH_GATEWAY_KEY:
+        return config
+    from .local_secrets import missing_secrets
+
+    missing = missing_secrets(config)
+    if not missing:
+        return config
+    say(
+        f"gateway keys: {', '.join(missing)} not created yet; in that other shell, after the "
+        "export line, run `policy-gateway init --secrets` (it prints a key); until then every "
+        "call is refused"
+    )
+    return replace(config, warm_secrets=False)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -92,6 +112,7 @@ def serve(args: argparse.Namespace) -> int:
         config = replace(config, local_hosts=loopback_hosts(args.host, port))
     if embedded is not None:
         say(f"operator commands against the stand-ins, in another shell: {operator_env(embedded)}")
+        config = _secrets_to_create(config)
     say(f"policy gateway on http://{args.host}:{args.port} -> {upstream_banner(config, simulated)}")
     say(_budget_line(config))
     uvicorn.Server(
@@ -256,12 +277,24 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.handler(args))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
     except Exception as exc:
         if args.command == "serve":
             raise
         failure = explain(exc)
         say(f"policy-gateway {args.command}: {failure}")
         return failure.exit_code
+
+
+def _reader_gone() -> int:
+    """What a Unix filter does when the reader of its output leaves (`logs | head -1`): stop,
+    quietly, with success. Output still buffered goes to /dev/null, so that the interpreter's
+    own flush at exit raises nothing either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 def _version() -> str:

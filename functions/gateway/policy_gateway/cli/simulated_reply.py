@@ -12,7 +12,9 @@ if any, is the call's input as a JSON object:
 
 So every tool policy (block_tool_calls, tool_call_judge, a custom
 ToolCallGate) can be watched at work without a model that decides to call a
-tool. Any other message is echoed back as text.
+tool. A tool result holding such a line steers the call the same way
+(simulated_steering.py), so flow_guard's `provenance` check can be watched
+too. Any other message is echoed back as text.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..fallback.repair import may_be_empty
+from .simulated_steering import steered_call
 
 TOOL_TRIGGER = "/tool"
 _TOOL_CALL = re.compile(rf"\s*{re.escape(TOOL_TRIGGER)}\s+(\S+)\s*(.*)", re.DOTALL)
@@ -99,7 +102,8 @@ def _last_user_text(body: dict[str, Any]) -> str:
 def _tool_call(body: dict[str, Any]) -> dict[str, Any] | None:
     match = _TOOL_CALL.fullmatch(_last_user_text(body))
     if match is None:
-        return None
+        steered = steered_call(body, TOOL_TRIGGER)
+        return None if steered is None else _call(*steered)
     try:
         tool_input = json.loads(match.group(2)) if match.group(2).strip() else {}
     except ValueError:
@@ -109,10 +113,14 @@ def _tool_call(body: dict[str, Any]) -> dict[str, Any] | None:
             f"messages: the text after `{TOOL_TRIGGER} {match.group(1)}` must be the tool "
             "call's input, a JSON object"
         )
+    return _call(match.group(1), tool_input)
+
+
+def _call(name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "tool_use",
         "id": f"toolu_sim_{uuid.uuid4().hex[:24]}",
-        "name": match.group(1),
+        "name": name,
         "input": tool_input,
     }
 

@@ -183,9 +183,12 @@ OPERATOR_SETTINGS = (
 def operator_env(endpoint: str) -> str:
     """What another shell exports so `policy-gateway flag|policy|init|budget|keys` reach the
     stand-in and report this gateway's settings."""
+    region = os.environ.get("AWS_REGION", LOCAL_REGION)
+    # AWS_DEFAULT_REGION too: the AWS CLI and every boto3 release read it, not all AWS_REGION.
     values = {
         "AWS_ENDPOINT_URL": endpoint,
-        "AWS_REGION": os.environ.get("AWS_REGION", LOCAL_REGION),
+        "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
         **LOCAL_CREDENTIALS,
     }
     for name in OPERATOR_SETTINGS:

@@ -85,11 +85,15 @@ class Gateway:
 
         The policy document (from SSM when configured so), the fallback flag when a
         fallback is possible (one of its chains has request hooks), and the secrets in
-        `gateway_key` mode. Each read is bounded (`parameters.READ_DEADLINE_SECONDS`)
-        and a failed one is handled as on any call: a gateway whose chain could
-        not load is ready to refuse calls, exactly as it would after start-up.
+        `gateway_key` mode (unless `warm_secrets` is off). Each read is bounded
+        (`parameters.READ_DEADLINE_SECONDS`) and a failed one is handled as on any call: a
+        gateway whose chain could not load is ready to refuse calls, exactly as it would
+        after start-up.
         """
-        await asyncio.gather(self.auth.warm(), self._warm_policies())
+        if self.config.warm_secrets:
+            await asyncio.gather(self.auth.warm(), self._warm_policies())
+        else:
+            await self._warm_policies()
 
     async def _warm_policies(self) -> None:
         document = await self.policies.load()

@@ -20,8 +20,10 @@ the chain's request policies, at the first sink call of an answer; a batch
 result arrives without it, so there every sink call is blocked.
 
 A blocked call is handled as block_tool_calls handles one (tool_gate); the
-record says the check, the kind of the value and the `tool_use_id` of the
-result it came from, never the value. Server tools a sink rule names are
+record says the check, the kind of the value, the blocked call's id
+(`blocked_tool_use_id`) and the id of the untrusted result the value came
+from (`untrusted_tool_use_id`, the result block's `tool_use_id`), never the
+value. Server tools a sink rule names are
 refused before anything is sent, as block_tool_calls does.
 """
 
@@ -149,6 +151,9 @@ class FlowGuard(ToolCallGate[FlowGuardOptions]):
             self._saw((event.payload or {}).get("content_block"), state)
         return await super().on_stream_event(event, ctx)
 
+    def call_details(self, block: JSONObject) -> dict[str, Any]:
+        return {"blocked_tool_use_id": recorder.text(str(block.get("id")))}
+
     async def blocked(self, tool: str, tool_input: Any, ctx: PolicyContext) -> Verdict:
         sink = self._sinks.matching(tool, tool_input)
         if sink is None:
@@ -165,7 +170,7 @@ class FlowGuard(ToolCallGate[FlowGuardOptions]):
             return Block(
                 f"it is a sink ({sink}) and the conversation holds an untrusted result "
                 f"({recorder.text(latest.id)})",
-                {**record, "tool_use_id": recorder.text(latest.id)},
+                {**record, "untrusted_tool_use_id": recorder.text(latest.id)},
             )
         unreadable = conversation.unreadable
         if unreadable is not None:
@@ -176,7 +181,7 @@ class FlowGuard(ToolCallGate[FlowGuardOptions]):
                     **record,
                     "judged_as": ANY_UNTRUSTED,
                     "unreadable": True,
-                    "tool_use_id": recorder.text(unreadable.id),
+                    "untrusted_tool_use_id": recorder.text(unreadable.id),
                 },
             )
         found = candidates(tool_input, self.options.min_length)
@@ -187,5 +192,5 @@ class FlowGuard(ToolCallGate[FlowGuardOptions]):
         return Block(
             f"it is a sink ({sink}) and its input carries a {kind} that "
             f"came from an untrusted result ({source}), not from the user",
-            {**record, "kind": kind, "tool_use_id": source},
+            {**record, "kind": kind, "untrusted_tool_use_id": source},
         )
