@@ -114,6 +114,8 @@ class RulesJudge(JudgingGate[RulesJudgeOptions]):
         self._text_filter = None if when is None or when.text is None else re.compile(when.text)
         self._tools = TOOL_USE in options.judge
         self._texts = TEXT in options.judge
+        # The tool gate keeps its call state under the policy itself; text has its own.
+        self._text_key = object()
 
     def allowed_mcp_servers(self) -> Collection[str]:
         return self.options.allowed_mcp_servers
@@ -184,7 +186,7 @@ class RulesJudge(JudgingGate[RulesJudgeOptions]):
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
         if not self._texts:
             return await super().on_stream_event(event, ctx)
-        state = ctx.state(self.judge.notes_key, TextState)
+        state = ctx.state(self._text_key, TextState)
         payload = event.payload
         kind = event.type
         if payload is not None and kind == "content_block_start":
@@ -228,7 +230,7 @@ class RulesJudge(JudgingGate[RulesJudgeOptions]):
         return text_block_events(index, replacement, stop)
 
     async def before_message_delta(self, ctx: PolicyContext) -> list[StreamEvent]:
-        state = ctx.state(self.judge.notes_key, TextState)
+        state = ctx.state(self._text_key, TextState)
         pending, state.pending = state.pending, []
         for number, task in pending:
             self._settled_text(number, await task, ctx, after_sent=True)
