@@ -136,11 +136,11 @@ def test_a_judge_failure_blocks_or_passes_with_a_note(
     scripted, url = judge
     scripted.answer = lambda body: FAILURES[failure] or verdict("allow")
     scripted.delay = 2.0 if failure == "timeout" else 0.0
-    options = {"preset": "dangerous_commands", "on_error": on_error, "timeout": 0.3}
+    options: dict[str, Any] = {"preset": "dangerous_commands", "on_error": on_error, "timeout": 0.3}
     gateway = make_gateway(policy_config=chain(url, **options))
     upstream.script(tool_reply(streaming, RM_HOME))
     reply = ask(sdk(gateway), streaming, tools=BASH)
-    texts = [b.text for b in reply.content if b.type == "text"]  # type: ignore[union-attr]
+    texts = [b.text for b in reply.content if b.type == "text"]
     if on_error == "block":
         assert kinds(reply) == ["text"]
         assert "fail-secure" in texts[0]
@@ -255,7 +255,11 @@ def test_forty_tool_calls_are_judged_at_most_max_concurrent_at_once(
 ) -> None:
     scripted, url = judge
     scripted.delay = 0.05
-    options = {"rules": "No deletions.", "max_concurrent": 3, "max_judged_blocks": 40}
+    options: dict[str, Any] = {
+        "rules": "No deletions.",
+        "max_concurrent": 3,
+        "max_judged_blocks": 40,
+    }
     gateway = make_gateway(policy_config=chain(url, **options))
     calls = [("Bash", {"command": f"echo {n}"}) for n in range(40)]
     upstream.script(tool_reply(streaming, *calls))
@@ -319,7 +323,7 @@ def test_stream_text_mode_sends_text_and_follows_a_broken_rule_with_a_note(
 ) -> None:
     scripted, url = judge
     scripted.answer = lambda body: verdict("block", "leaks the plan", rule="R2")
-    options = {"rules": "x", "judge": ["text"], "text_mode": "stream"}
+    options: dict[str, Any] = {"rules": "x", "judge": ["text"], "text_mode": "stream"}
     gateway = make_gateway(policy_config=chain(url, **options))
     upstream.script(answer(True, text_block(0, "the secret ", "plan")))
     reply = ask(sdk(gateway), True)
