@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from gateway_policies.testing import text_block, tool_use_block
+from policy_gateway import names, settings
+from policy_gateway.observability import tracing_settings
 
 from .support.client import policy_chain
 from .support.fake_upstream import FakeUpstream
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.judge import ScriptedJudge, serve_judge, text_answer, verdict
 from .support.sdk import ask, both, sdk
+from .support.servers import ROOT, gateway_process
 from .support.tool_calls import TOOLS, answer, kinds, tool_reply
+from .support.traces import SPAN_KIND_SERVER, OTLPReceiver
 
 BASH = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}, *TOOLS]
 RM_HOME = ("Bash", {"command": "rm -rf ~/work-7x"})
@@ -377,3 +382,65 @@ def test_held_text_and_tool_calls_are_judged_at_once_and_reach_the_client_in_ord
     assert len(scripted.requests) == 4
     assert scripted.max_in_flight >= 2
     assert call_line(gateway_stdout)["judge_usage"]["calls"] == 4
+
+
+def test_judge_calls_errors_and_latency_are_counted_by_policy(
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    judge: tuple[ScriptedJudge, str],
+    gateway_stdout: GatewayStdout,
+) -> None:
+    scripted, url = judge
+    answers = iter([verdict("allow"), text_answer()])
+    scripted.answer = lambda body: next(answers)
+    gateway = make_gateway(policy_config=chain(url, rules="x"))
+    calls = [("Bash", {"command": "echo 1"}), ("Bash", {"command": "echo 2"})]
+    upstream.script(tool_reply(False, *calls))
+    ask(sdk(gateway), False, tools=BASH)
+    call_line(gateway_stdout)
+    gateway_stdout.until(lambda out: names.METRIC_JUDGE_LATENCY in out)
+    assert gateway_stdout.counted(names.METRIC_JUDGE_CALLS, policy="rules_judge") == 2
+    assert gateway_stdout.counted(names.METRIC_JUDGE_ERRORS, policy="rules_judge") == 1
+    [timed] = [
+        line
+        for line in gateway_stdout.lines()
+        if "_aws" in line and names.METRIC_JUDGE_LATENCY in line
+    ]
+    (declared,) = timed["_aws"]["CloudWatchMetrics"]
+    assert declared["Dimensions"] == [[names.METRICS_SERVICE_DIMENSION, names.DIMENSION_POLICY]]
+    units = {metric["Name"]: metric["Unit"] for metric in declared["Metrics"]}
+    assert units[names.METRIC_JUDGE_LATENCY] == "Milliseconds"
+    assert len(timed[names.METRIC_JUDGE_LATENCY]) == 2
+
+
+def test_each_judge_call_is_a_span_under_the_calls_span(
+    tmp_path: Path,
+    upstream: FakeUpstream,
+    upstream_url: str,
+    judge: tuple[ScriptedJudge, str],
+    otlp: tuple[OTLPReceiver, str],
+) -> None:
+    scripted, url = judge
+    receiver, endpoint = otlp
+    env = {
+        settings.ENV_UPSTREAM_BASE_URL: upstream_url,
+        settings.ENV_UPSTREAM_MAX_RETRIES: "0",
+        settings.ENV_POLICY_CONFIG: chain(url, rules="x"),
+        settings.ENV_FLAG_TTL: "0",
+        settings.ENV_LAMBDA_TASK_ROOT: "",
+        tracing_settings.ENV_OTLP_ENDPOINT: endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+        "PYTHONPATH": str(ROOT),
+    }
+    with gateway_process(env) as (gateway, _):
+        upstream.script(tool_reply(False, ("Bash", {"command": "a"}), ("Bash", {"command": "b"})))
+        ask(sdk(gateway), False, tools=BASH)
+        spans = receiver.spans(expect=4)
+    (call,) = [span for span in spans if span.kind == SPAN_KIND_SERVER]
+    judged = [span for span in spans if span.name == "judge"]
+    assert len(judged) == 2
+    for span in judged:
+        assert span.parent_span_id == call.span_id
+        assert span.attributes["judge.policy"] == "rules_judge"
+        assert span.attributes["judge.decision"] == "allow"
+    assert len(scripted.requests) == 2
