@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from gateway_policies.testing import text_block, tool_use_block
 from policy_gateway import names, settings
+from policy_gateway.cli.simulated_judge import REPLACEMENT
+from policy_gateway.cli.simulator import create_simulator
 from policy_gateway.observability import tracing_settings
 
 from .support.client import policy_chain
@@ -22,7 +24,7 @@ from .support.fake_upstream import FakeUpstream
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.judge import ScriptedJudge, serve_judge, text_answer, verdict
 from .support.sdk import ask, both, sdk
-from .support.servers import ROOT, gateway_process
+from .support.servers import ROOT, gateway_process, serving
 from .support.tool_calls import TOOLS, answer, kinds, tool_reply
 from .support.traces import SPAN_KIND_SERVER, OTLPReceiver
 
@@ -444,3 +446,30 @@ def test_each_judge_call_is_a_span_under_the_calls_span(
         assert span.attributes["judge.policy"] == "rules_judge"
         assert span.attributes["judge.decision"] == "allow"
     assert len(scripted.requests) == 2
+
+
+@both
+def test_the_local_simulator_answers_judge_calls_by_markers_at_the_default_base_url(
+    make_gateway: GatewayFactory, gateway_stdout: GatewayStdout, streaming: bool
+) -> None:
+    """No `base_url`: the judge asks the gateway's own UPSTREAM_BASE_URL, here the
+    simulator `make run` starts, which answers by the `[judge:…]` markers."""
+    options = {"rules": "No deletions.", "judge": ["tool_use", "text"]}
+    policies = {"policies": [{"policy": "rules_judge", "options": options}]}
+    with serving(create_simulator()) as simulator:
+        url = make_gateway(upstream_base_url=simulator.url, policy_config=json.dumps(policies))
+        client = sdk(url)
+
+        def said(text: str) -> list[Any]:
+            messages = [{"role": "user", "content": text}]
+            return list(ask(client, streaming, tools=BASH, messages=messages).content)
+
+        blocked = said('/tool Bash {"command": "rm -rf ~ [judge:block]"}')
+        assert [b.type for b in blocked] == ["text"]
+        assert "(rule: simulated)" in blocked[0].text
+        assert [b.type for b in said('/tool Bash {"command": "ls"}')] == ["tool_use"]
+        (replaced,) = said("please [judge:replace] this")
+        assert replaced.text == REPLACEMENT
+        (unjudged,) = said("[judge:text] hello")
+        assert "fail-secure" in unjudged.text
+    gateway_stdout.call_lines(4)
