@@ -22,7 +22,19 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from . import detect, fallback, flow, latency, memory, propagation, repair, restore, shadow, startup
+from . import (
+    detect,
+    fallback,
+    flow,
+    judge,
+    latency,
+    memory,
+    propagation,
+    repair,
+    restore,
+    shadow,
+    startup,
+)
 from .harness import RESULTS, Environment
 from .report import Figure, machine, write
 
@@ -41,6 +53,7 @@ FIGURES: tuple[tuple[str, Group], ...] = (
     ("repair", repair.repair),  # (11) issue 26, in-process
     ("flow", flow.flow),  # (15) issue 33, in-process
     ("propagation", propagation.propagation),  # (16) issue 34
+    ("judge", judge.judge),  # (17), (18) issue 41, in-process
     ("detect", detect.detect),  # (12), (13), (14) issue 32, agent traffic
 )
 
