@@ -205,12 +205,16 @@ def test_the_judged_block_sits_inside_the_nonce_delimiter_byte_for_byte(
     assert sent.data["block"]["input"]["command"] == hostile
 
 
+@both
 def test_task_context_sends_the_users_words_and_no_tool_result(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, judge: tuple[ScriptedJudge, str]
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    judge: tuple[ScriptedJudge, str],
+    streaming: bool,
 ) -> None:
     scripted, url = judge
     gateway = make_gateway(policy_config=chain(url, rules="Stay on task.", context="task"))
-    upstream.script(tool_reply(False, ("Bash", {"command": "ls"})))
+    upstream.script(tool_reply(streaming, ("Bash", {"command": "ls"})))
     messages = [
         {"role": "user", "content": "list the build folder"},
         {
@@ -225,7 +229,7 @@ def test_task_context_sends_the_users_words_and_no_tool_result(
             ],
         },
     ]
-    ask(sdk(gateway), False, tools=BASH, messages=messages)
+    ask(sdk(gateway), streaming, tools=BASH, messages=messages)
     (sent,) = scripted.requests
     assert sent.data["task"] == ["then show it", "list the build folder"]
     assert "UNTRUSTED RESULT" not in sent.body.decode()
