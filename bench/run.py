@@ -26,6 +26,7 @@ from . import (
     detect,
     fallback,
     flow,
+    judge,
     latency,
     limits,
     memory,
@@ -53,6 +54,7 @@ FIGURES: tuple[tuple[str, Group], ...] = (
     ("repair", repair.repair),  # (11) issue 26, in-process
     ("flow", flow.flow),  # (15) issue 33, in-process
     ("propagation", propagation.propagation),  # (16) issue 34
+    ("judge", judge.judge),  # (17), (18) issue 41, in-process
     ("detect", detect.detect),  # (12), (13), (14) issue 32, agent traffic
     ("limits", limits.limits),  # (20), (21) issue 42
 )
