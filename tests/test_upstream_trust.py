@@ -12,16 +12,20 @@ import contextlib
 import json
 import socket
 import threading
+import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
 import httpx2
 import pytest
+from gateway_policies.testing import message_start
+from policy_gateway import names
 
 from .support.client import HEADERS, request_body
 from .support.fake_upstream import FakeUpstream, Reply, message, text_events
-from .support.gateway import GatewayFactory
+from .support.framings import sse_reply, stop, wire
+from .support.gateway import GatewayFactory, GatewayStdout
 
 REDIRECTED = "/redirected/v1/messages"
 both = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -222,35 +226,39 @@ def test_a_body_that_is_not_the_gzip_it_claims_is_a_502(
 
 
 @pytest.mark.parametrize("path", ["/v1/messages", "/v1/messages/batches/msgbatch_1"])
-def test_an_answer_past_the_cap_is_a_502_without_reading_it_all(
+def test_an_answer_past_the_cap_is_a_502_and_never_held_whole(
     make_gateway: GatewayFactory, upstream: FakeUpstream, path: str
 ) -> None:
     """A 64 MB answer of tiny blocks against a 1 MiB cap: refused once the cap passes,
-    and the gateway stops reading (the upstream never got to write most of it)."""
+    and the memory the process allocated meanwhile (the gateway runs in this process)
+    never came near the answer's size."""
     url = make_gateway(upstream_max_answer_bytes=1024 * 1024)
-    written: list[int] = []
     block = b'{"type": "text", "text": "x"},' * 2000
 
     def chunks() -> Iterator[bytes]:
         yield b'{"type": "message", "role": "assistant", "content": ['
         for _ in range(64 * 1024 * 1024 // len(block)):
-            written.append(len(block))
             yield block
         yield b'{"type": "text", "text": "end"}]}'
 
     upstream.script(Reply(chunks=chunks, content_type="application/json"))
     method = "POST" if path == "/v1/messages" else "GET"
-    response = httpx2.request(
-        method,
-        url + path,
-        json=request_body() if method == "POST" else None,
-        headers=HEADERS,
-        timeout=30,
-    )
+    tracemalloc.start()
+    try:
+        response = httpx2.request(
+            method,
+            url + path,
+            json=request_body() if method == "POST" else None,
+            headers=HEADERS,
+            timeout=60,
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     assert response.status_code == 502, response.text[:200]
     assert response.json()["error"]["type"] == "api_error"
     assert "UPSTREAM_MAX_ANSWER_BYTES" in response.json()["error"]["message"]
-    assert sum(written) < 16 * 1024 * 1024
+    assert peak < 16 * 1024 * 1024, f"peak {peak} bytes"
 
 
 def test_an_answer_within_the_cap_is_relayed(
@@ -355,3 +363,41 @@ def test_bytes_past_an_answers_framing_never_reach_the_next_caller(
     # was asked again on a fresh one; the third reuses that fresh one.
     assert ask(url, stream, "third caller", max_retries=0) == "echo: third caller"
     assert smuggler.connections == 2
+
+
+# --- items 7 and 13: how a stream that ended with an `error` event is logged and counted ----
+
+
+def overloaded() -> tuple[str, dict[str, Any]]:
+    error = {"type": "overloaded_error", "message": "Overloaded"}
+    return ("error", {"type": "error", "error": error})
+
+
+def test_a_stream_cut_by_an_upstream_error_event_is_logged_with_that_error(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, gateway_stdout: GatewayStdout
+) -> None:
+    """The upstream sends an `error` event and holds the stream open: the SDK raises and
+    hangs up first, and the call line still says the upstream's error, not 499."""
+    url = make_gateway()
+    upstream.script(Reply(events=[*text_events(["partial"])[:4], overloaded()], event_delay=0.5))
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        ask(url, True, max_retries=0)
+    assert raised.value.body["error"]["type"] == "overloaded_error"  # type: ignore[index]
+    (line,) = gateway_stdout.call_lines(1)
+    assert line["status"] == 529
+    assert line["stream_error"] == "overloaded_error"
+    assert gateway_stdout.counted(names.METRIC_RESPONSES_5XX) == 1
+
+
+def test_a_stream_the_gateway_ends_with_an_error_event_is_logged_with_its_status(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, gateway_stdout: GatewayStdout
+) -> None:
+    url = make_gateway()
+    upstream.script(sse_reply(wire(message_start(), stop(3))))  # a block that never started
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        ask(url, True, max_retries=0)
+    assert raised.value.body["error"]["type"] == "api_error"  # type: ignore[index]
+    (line,) = gateway_stdout.call_lines(1)
+    assert line["status"] == 502
+    assert line["stream_error"] == "api_error"
+    assert gateway_stdout.counted(names.METRIC_RESPONSES_5XX) == 1

@@ -29,7 +29,7 @@ from gateway_policies.runtime.stream_grammar import GrammarError, StreamGrammar
 
 from .. import names
 from ..call import DEADLINE_ERROR, Call, merge_headers
-from ..errors import GatewayError, error_body
+from ..errors import GatewayError, error_body, status_of_type
 from ..observability import metrics
 from ..observability.logs import logger
 from ..upstream.client import UpstreamResponse
@@ -143,6 +143,9 @@ class StreamRelay:
                 raise
             if kind in USAGE_EVENTS:
                 self.usage.see(event, kind)
+            elif kind == "error":
+                error_type = _error_type(event)
+                self.call.end_stream_with(error_type, status_of_type(error_type))
         await self._emit(events)
 
     def _checked(self, event: StreamEvent) -> str:
@@ -208,10 +211,18 @@ class StreamRelay:
         if not self.committed:
             await self.call.respond(error.status, error.to_bytes())
             return
+        self.call.end_stream_with(error.error_type, error.status)
         frame = StreamEvent.from_json(
             "error", error_body(error.status, error.message, error.error_type)
         )
         await self._body([frame])
+
+
+def _error_type(event: StreamEvent) -> str:
+    """An upstream `error` event's `error.type`, bounded like every word the upstream chose."""
+    error = event.json.get("error")
+    kind = error.get("type") if isinstance(error, dict) else None
+    return kind[:100] if isinstance(kind, str) and kind else "api_error"
 
 
 def _is_event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
