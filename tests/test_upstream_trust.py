@@ -401,3 +401,52 @@ def test_a_stream_the_gateway_ends_with_an_error_event_is_logged_with_its_status
     assert line["status"] == 502
     assert line["stream_error"] == "api_error"
     assert gateway_stdout.counted(names.METRIC_RESPONSES_5XX) == 1
+
+
+# --- item 12: one stream event's size ----------------------------------------------------
+
+
+def big_delta(size: int) -> bytes:
+    data = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "text_delta", "text": "z" * size},
+    }
+    return f"event: content_block_delta\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def test_an_event_past_the_cap_ends_a_started_stream_with_one_error_event(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, gateway_stdout: GatewayStdout
+) -> None:
+    url = make_gateway(upstream_max_answer_bytes=64 * 1024)
+    head = [f"event: {n}\ndata: {json.dumps(d)}\n\n".encode() for n, d in text_events(["a"])[:4]]
+    oversized = big_delta(256 * 1024)
+    # The oversized event trickles in 4 KB pieces, and no blank line ever ends it.
+    upstream.script(
+        sse_reply([*head, *(oversized[i : i + 4096] for i in range(0, len(oversized), 4096))])
+    )
+    response = httpx2.post(
+        f"{url}/v1/messages", json=request_body(stream=True), headers=HEADERS, timeout=30
+    )
+    assert response.status_code == 200
+    frames = [f for f in response.text.split("\n\n") if f]
+    assert [f.split("\n")[0] for f in frames[-2:]] == [
+        "event: content_block_delta",
+        "event: error",
+    ]
+    error = json.loads(frames[-1].split("data: ", 1)[1])["error"]
+    assert error["type"] == "api_error"
+    assert "65536 bytes" in error["message"]
+    (line,) = gateway_stdout.call_lines(1)
+    assert line["status"] == 502
+
+
+def test_an_event_past_the_cap_before_the_first_is_a_502(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    url = make_gateway(upstream_max_answer_bytes=64 * 1024)
+    upstream.script(sse_reply([b"event: message_start\ndata: " + b"x" * 128 * 1024]))
+    with pytest.raises(anthropic.InternalServerError) as raised:
+        ask(url, True, max_retries=0)
+    assert raised.value.status_code == 502
+    assert "65536 bytes" in raised.value.body["error"]["message"]  # type: ignore[index]

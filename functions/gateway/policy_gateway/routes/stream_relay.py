@@ -24,10 +24,10 @@ import time
 
 import anyio
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation, StreamEvent
-from gateway_policies.runtime.sse import SSEDecoder, encode_many
+from gateway_policies.runtime.sse import EventTooLarge, SSEDecoder, encode_many
 from gateway_policies.runtime.stream_grammar import GrammarError, StreamGrammar
 
-from .. import names
+from .. import names, settings
 from ..call import DEADLINE_ERROR, Call, merge_headers
 from ..errors import GatewayError, error_body, status_of_type
 from ..observability import metrics
@@ -64,7 +64,12 @@ class StreamRelay:
     """One upstream stream on its way to the client; its progress is the attributes."""
 
     def __init__(
-        self, upstream: UpstreamResponse, chain: PolicyChain, ctx: PolicyContext, call: Call
+        self,
+        upstream: UpstreamResponse,
+        chain: PolicyChain,
+        ctx: PolicyContext,
+        call: Call,
+        max_event_bytes: int,
     ) -> None:
         self.upstream = upstream
         self.chain = chain
@@ -72,7 +77,7 @@ class StreamRelay:
         self.call = call
         self.committed = False
         self.grammar = StreamGrammar()
-        self.decoder = SSEDecoder()
+        self.decoder = SSEDecoder(max_event_bytes)
         self.usage = StreamUsage()
 
     async def run(self) -> None:
@@ -117,11 +122,19 @@ class StreamRelay:
             await self.call.send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _pump(self) -> None:
-        async with coalesced(self.upstream.chunks()) as chunks:
-            async for chunk in chunks:
-                events = self.decoder.feed(chunk)
-                if events:
-                    await self._admit(events)
+        try:
+            async with coalesced(self.upstream.chunks()) as chunks:
+                async for chunk in chunks:
+                    events = self.decoder.feed(chunk)
+                    if events:
+                        await self._admit(events)
+        except EventTooLarge as exc:
+            raise GatewayError(
+                502,
+                f"The upstream sent a stream event larger than the gateway's limit of "
+                f"{exc.limit} bytes ({settings.ENV_UPSTREAM_MAX_ANSWER_BYTES}).",
+                "api_error",
+            ) from None
         last = self.decoder.flush()
         if last:
             await self._admit(last)
