@@ -61,7 +61,8 @@ class SSEDecoder:
             if len(buffer) > self._max_event_bytes:
                 raise EventTooLarge(self._max_event_bytes)
             return []
-        frames = bytes(buffer[:end]).split(b"\n\n")
+        with memoryview(buffer) as held:
+            frames = held[:end].tobytes().split(b"\n\n")
         del buffer[: end + 2]
         limit = self._max_event_bytes
         if len(buffer) > limit or (end > limit and any(len(frame) > limit for frame in frames)):
