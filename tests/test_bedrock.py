@@ -351,6 +351,19 @@ MAPPINGS = [
 
 
 @both
+def test_a_bedrock_redirect_is_a_502_and_its_location_is_not_relayed(
+    bedrock_gateway: Factory, bedrock: FakeBedrock, streaming: bool
+) -> None:
+    url = bedrock_gateway(upstream_max_retries=2)
+    bedrock.script(BedrockReply(status=307, headers={"location": "http://127.0.0.1:9/x"}))
+    response = raw(url, request_body(stream=streaming))
+    assert response.status_code == 502
+    assert error_of(response.content)["type"] == "api_error"
+    assert "location" not in response.headers
+    assert len(bedrock.requests) == 1
+
+
+@both
 @pytest.mark.parametrize(("name", "bedrock_status", "status", "kind"), MAPPINGS)
 def test_bedrock_exceptions_reach_the_sdk_as_messages_api_errors(
     bedrock_gateway: Factory,

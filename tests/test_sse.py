@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from gateway_policies import StreamEvent
-from gateway_policies.runtime.sse import SSEDecoder, encode, encode_many
+from gateway_policies.runtime.sse import EventTooLarge, SSEDecoder, encode, encode_many
 
 pytestmark = pytest.mark.unit
 
@@ -84,3 +86,35 @@ def test_encode_many_is_the_frames_in_order() -> None:
 def test_encode_then_decode_is_the_identity(data: str) -> None:
     (decoded,) = decode(encode(StreamEvent("e", data)))
     assert decoded == ("e", data)
+
+
+def test_a_large_event_trickled_in_costs_time_linear_in_its_size() -> None:
+    # 16 MB in 4 KB chunks: rescanning everything held on each chunk (the old
+    # decoder) walks ~32 GB and takes tens of seconds; scanning each chunk once is linear.
+    data = b'{"type": "content_block_delta", "text": "' + b"y" * (16 * 1024 * 1024) + b'"}'
+    frame = b"event: content_block_delta\ndata: " + data + b"\n\n"
+    decoder = SSEDecoder(max_event_bytes=32 * 1024 * 1024)
+    started = time.process_time()
+    events = [e for i in range(0, len(frame), 4096) for e in decoder.feed(frame[i : i + 4096])]
+    spent = time.process_time() - started
+    assert [len(event.data) for event in events] == [len(data)]
+    assert spent < 1.0, f"{spent:.2f} s of CPU for one trickled 16 MB event"
+
+
+def test_an_event_past_the_limit_is_refused_as_soon_as_that_much_is_held() -> None:
+    decoder = SSEDecoder(max_event_bytes=1000)
+    assert decoder.feed(b"event: a\ndata: " + b"x" * 900) == []
+    with pytest.raises(EventTooLarge):
+        decoder.feed(b"x" * 200)
+
+
+def test_an_event_past_the_limit_is_refused_when_it_arrives_whole() -> None:
+    small = b"event: a\ndata: 1\n\n"
+    with pytest.raises(EventTooLarge):
+        SSEDecoder(max_event_bytes=1000).feed(small + b"event: b\ndata: " + b"x" * 2000 + b"\n\n")
+
+
+def test_events_within_the_limit_in_one_large_chunk_all_decode() -> None:
+    frames = b"event: a\ndata: " + b"x" * 500 + b"\n\n"
+    events = SSEDecoder(max_event_bytes=1000).feed(frames * 100)
+    assert len(events) == 100

@@ -97,6 +97,9 @@ class Call:
     attempts: int = 0
     fallback: str = FALLBACK_NONE
     disconnected: bool = False
+    stream_error: str | None = None
+    """The `error` event a committed stream ended with (the upstream's or the gateway's):
+    its type, and `status` is the status it stands for, whatever happens after."""
     caller: str | None = None
     caller_groups: tuple[str, ...] = ()
     """The caller's groups (a gateway key's `"groups"`): which per-caller chain applies."""
@@ -119,6 +122,13 @@ class Call:
     def judge_calls(self) -> list[JudgeCall]:
         """Every judge call the policies made on this call, every context's."""
         return [judged for ctx in self.contexts for judged in ctx.judge_calls]
+
+    def end_stream_with(self, error_type: str, status: int) -> None:
+        """Note that the stream ends with an `error` event, unless the client left first:
+        the call line says what happened first."""
+        if self.stream_error is None and not self.disconnected:
+            self.stream_error = error_type
+            self.status = status
 
     def seconds_left(self) -> float | None:
         return seconds_until(self.deadline)

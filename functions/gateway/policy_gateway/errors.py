@@ -26,6 +26,26 @@ ERROR_TYPES: dict[int, str] = {
 }
 
 
+# The status each error type stands for, where an error arrives without one (an
+# `error` event after a stream's 200): the API's own pairs, 500 for a type it never sent.
+STATUS_OF_TYPE: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def status_of_type(error_type: str) -> int:
+    return STATUS_OF_TYPE.get(error_type, 500)
+
+
 def error_type_for(status: int) -> str:
     return ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
 

@@ -10,7 +10,10 @@ gateway forwards only bodies it parsed as a JSON object, and the upstream must
 read them as the same JSON the policies saw; a route passed through unread
 (Models, Files) keeps the client's own. Downstream: the upstream's headers
 (`request-id`, `anthropic-ratelimit-*`, `retry-after`, ...) minus hop-by-hop
-and framing.
+and framing, minus `Location` (a client that followed an upstream's redirect
+would send its request around the gateway: upstream/client.py answers a 3xx as
+a 502), and minus any value that is not a valid ASCII field value (an
+upstream's `x-note: €` must not fail the call it came with).
 """
 
 from __future__ import annotations
@@ -62,7 +65,13 @@ RELIED_ON = _CREDENTIAL_HEADERS | {
 """End-to-end headers a `Connection` header may not name (a 401 if it does)."""
 # RFC 9110 field-value: visible ASCII, with spaces and tabs only between them.
 _FIELD_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20\x21-\x7e\t]*[\x21-\x7e])?)?")
-_NOT_DOWNSTREAM = _HOP_BY_HOP | {"content-length", "content-encoding", "date", "server"}
+_NOT_DOWNSTREAM = _HOP_BY_HOP | {
+    "content-length",
+    "content-encoding",
+    "date",
+    "server",
+    "location",
+}
 _PLATFORM_PREFIXES = ("x-amzn-", "x-forwarded-", "x-amz-")
 
 
@@ -125,12 +134,13 @@ def forwarded_headers(
 
 
 def downstream_headers(raw: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """The upstream's headers (as httpx2 decoded them) that the client gets, as bytes."""
     pairs = [(key.lower(), value) for key, value in raw]
     dropped = _NOT_DOWNSTREAM | _connection_named(pairs)
     return [
-        (key.encode("latin-1"), value.encode("latin-1"))
+        (key.encode("ascii"), value.encode("ascii"))
         for key, value in pairs
-        if key not in dropped
+        if key not in dropped and _FIELD_VALUE.fullmatch(value)
     ]
 
 

@@ -23,6 +23,7 @@ ENV_UPSTREAM_BASE_URL = "UPSTREAM_BASE_URL"
 ENV_UPSTREAM_MAX_RETRIES = "UPSTREAM_MAX_RETRIES"
 ENV_UPSTREAM_CONNECT_TIMEOUT = "UPSTREAM_CONNECT_TIMEOUT_SECONDS"
 ENV_UPSTREAM_READ_TIMEOUT = "UPSTREAM_READ_TIMEOUT_SECONDS"
+ENV_UPSTREAM_MAX_ANSWER_BYTES = "UPSTREAM_MAX_ANSWER_BYTES"
 ENV_FLAG_PARAMETER = "FALLBACK_FLAG_PARAMETER"
 ENV_FLAG_TTL = "FALLBACK_FLAG_TTL_SECONDS"
 ENV_POLICY_CONFIG = "POLICY_CONFIG"
@@ -68,6 +69,10 @@ DEFAULT_UPSTREAM_BASE_URL = "https://api.anthropic.com"
 DEFAULT_UPSTREAM_MAX_RETRIES = 2
 DEFAULT_UPSTREAM_CONNECT_TIMEOUT = 5.0
 DEFAULT_UPSTREAM_READ_TIMEOUT = 600.0
+# The largest non-streaming answer read (decoded), well above the largest Messages
+# answer (128k output tokens of escaped text is a few MB), well below what a policy
+# parse of tiny blocks (about ten times the bytes) could hold in a 512 MB function.
+DEFAULT_UPSTREAM_MAX_ANSWER_BYTES = 16 * 1024 * 1024
 DEFAULT_FLAG_PARAMETER = "/policy-gateway/passthrough-fallback-enabled"
 DEFAULT_FLAG_TTL = 30.0
 DEFAULT_POLICY_CONFIG_PARAMETER = "/policy-gateway/policy-config"
@@ -111,6 +116,7 @@ class Settings:
     upstream_max_retries: int = DEFAULT_UPSTREAM_MAX_RETRIES
     upstream_connect_timeout: float = DEFAULT_UPSTREAM_CONNECT_TIMEOUT
     upstream_read_timeout: float = DEFAULT_UPSTREAM_READ_TIMEOUT
+    upstream_max_answer_bytes: int = DEFAULT_UPSTREAM_MAX_ANSWER_BYTES
     flag_parameter: str = DEFAULT_FLAG_PARAMETER
     flag_ttl: float = DEFAULT_FLAG_TTL
     policy_config: str | None = None
@@ -180,6 +186,11 @@ class Settings:
                 f"{ENV_FALLBACK_BUDGET_WINDOW} must be at least 1 (seconds), "
                 f"got {self.fallback_budget_window}"
             )
+        if self.upstream_max_answer_bytes < 1:
+            raise ValueError(
+                f"{ENV_UPSTREAM_MAX_ANSWER_BYTES} must be at least 1, "
+                f"got {self.upstream_max_answer_bytes}"
+            )
         if self.policy_memo_bytes < 0:
             raise ValueError(
                 f"{ENV_POLICY_MEMO_BYTES} must be 0 (off) or more, got {self.policy_memo_bytes}"
@@ -214,6 +225,9 @@ class Settings:
             ),
             upstream_read_timeout=float(
                 env.get(ENV_UPSTREAM_READ_TIMEOUT, DEFAULT_UPSTREAM_READ_TIMEOUT)
+            ),
+            upstream_max_answer_bytes=int(
+                env.get(ENV_UPSTREAM_MAX_ANSWER_BYTES, DEFAULT_UPSTREAM_MAX_ANSWER_BYTES)
             ),
             flag_parameter=env.get(ENV_FLAG_PARAMETER) or DEFAULT_FLAG_PARAMETER,
             flag_ttl=float(env.get(ENV_FLAG_TTL, DEFAULT_FLAG_TTL)),

@@ -29,7 +29,7 @@ from typing import (
 from typing_extensions import TypeVar as DefaultTypeVar
 
 from .actions import PolicyAction
-from .event_type import type_named, type_of
+from .event_type import CompactDelta, read_type, type_named
 from .exceptions import PolicyConfigError
 from .judge.record import JudgeCall
 
@@ -70,13 +70,14 @@ class StreamEvent:
     read-only.
     """
 
-    __slots__ = ("_event", "_json", "_raw", "_raw_type", "_typed")
+    __slots__ = ("_compact", "_event", "_json", "_raw", "_raw_type", "_typed")
 
     def __init__(self, event: str, data: str) -> None:
         self._event = event
         self._raw: str | None = data
         self._json: JSONObject | None = None
         self._raw_type: str | None = None
+        self._compact: CompactDelta | None = None
         self._typed = False
 
     @classmethod
@@ -86,6 +87,7 @@ class StreamEvent:
         made._raw = None
         made._json = payload
         made._raw_type = None
+        made._compact = None
         made._typed = False
         return made
 
@@ -132,9 +134,22 @@ class StreamEvent:
         if self._json is not None:
             return type_named(self._json)
         if not self._typed:
-            self._raw_type = type_of(self._raw or "")
-            self._typed = True
+            self._read_type()
         return self._raw_type
+
+    @property
+    def compact_delta(self) -> CompactDelta | None:
+        """For a delta no one parsed, in the API's compact form: its index, delta type and
+        field name, read with its `type` (no second look at the data); else None."""
+        if self._json is not None:
+            return None
+        if not self._typed:
+            self._read_type()
+        return self._compact
+
+    def _read_type(self) -> None:
+        self._raw_type, self._compact = read_type(self._raw or "")
+        self._typed = True
 
     @property
     def data(self) -> str:

@@ -27,19 +27,20 @@ def type_named(payload: object) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def compact_delta(raw: str) -> tuple[int, str, str] | None:
-    """The index, delta type and field name of a delta in the API's compact form, else None."""
+CompactDelta = tuple[str, str, str]
+"""A compact delta's index (its decimal text, with no leading zero), delta type and field."""
+
+
+def read_type(raw: str) -> tuple[str | None, CompactDelta | None]:
+    """The string `type` of the JSON object `raw` (None when it is none or has none), and
+    for a delta in the API's compact form its index, delta type and field name: one
+    pattern match for the commonest frame, whose type and place a stream's order needs."""
     match = _DELTA.fullmatch(raw)
-    return None if match is None else (int(match[1]), match[2], match[3])
-
-
-def type_of(raw: str) -> str | None:
-    """The string `type` of the JSON object `raw`; None when it is none or has none."""
-    if _DELTA.fullmatch(raw):
-        return "content_block_delta"
+    if match is not None:
+        return "content_block_delta", match.groups()  # type: ignore[return-value]
     if not raw.lstrip().startswith("{"):
-        return None
+        return None, None
     try:
-        return type_named(json.loads(raw))
+        return type_named(json.loads(raw)), None
     except ValueError:
-        return None
+        return None, None

@@ -98,7 +98,7 @@ class GatewayEndpoint:
                 await self._proxy(call)
             finally:
                 watcher.cancel()
-        if call.disconnected:
+        if call.disconnected and call.stream_error is None:
             call.status = 499
             logger.info("client disconnected; stopped the call")
 
@@ -143,6 +143,7 @@ def _finish(call: Call) -> None:
             "caller": call.caller,
             "chain": call.chain,
             "upstream_request_id": call.upstream_request_id,
+            "stream_error": call.stream_error,
             "latency_ms": round(elapsed_ms, 2),
             **audited,
             **(call.limits.fields() if call.limits is not None else {}),

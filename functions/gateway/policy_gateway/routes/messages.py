@@ -57,7 +57,8 @@ class MessagesEndpoint(GatewayEndpoint):
             return
         upstream, body = reached
         if call.stream:
-            await StreamRelay(upstream, chain, prepared.ctx, call).run()
+            limit = gateway.config.upstream_max_answer_bytes
+            await StreamRelay(upstream, chain, prepared.ctx, call, limit).run()
         else:
             await _relay_json(upstream, body, chain, prepared.ctx, call)
 

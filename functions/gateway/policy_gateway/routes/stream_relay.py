@@ -24,12 +24,12 @@ import time
 
 import anyio
 from gateway_policies import PolicyChain, PolicyContext, PolicyFailure, PolicyViolation, StreamEvent
-from gateway_policies.runtime.sse import SSEDecoder, encode_many
+from gateway_policies.runtime.sse import EventTooLarge, SSEDecoder, encode_many
 from gateway_policies.runtime.stream_grammar import GrammarError, StreamGrammar
 
-from .. import names
+from .. import names, settings
 from ..call import DEADLINE_ERROR, Call, merge_headers
-from ..errors import GatewayError, error_body
+from ..errors import GatewayError, error_body, status_of_type
 from ..observability import metrics
 from ..observability.logs import logger
 from ..upstream.client import UpstreamResponse
@@ -64,7 +64,12 @@ class StreamRelay:
     """One upstream stream on its way to the client; its progress is the attributes."""
 
     def __init__(
-        self, upstream: UpstreamResponse, chain: PolicyChain, ctx: PolicyContext, call: Call
+        self,
+        upstream: UpstreamResponse,
+        chain: PolicyChain,
+        ctx: PolicyContext,
+        call: Call,
+        max_event_bytes: int,
     ) -> None:
         self.upstream = upstream
         self.chain = chain
@@ -72,7 +77,7 @@ class StreamRelay:
         self.call = call
         self.committed = False
         self.grammar = StreamGrammar()
-        self.decoder = SSEDecoder()
+        self.decoder = SSEDecoder(max_event_bytes)
         self.usage = StreamUsage()
 
     async def run(self) -> None:
@@ -117,11 +122,19 @@ class StreamRelay:
             await self.call.send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _pump(self) -> None:
-        async with coalesced(self.upstream.chunks()) as chunks:
-            async for chunk in chunks:
-                events = self.decoder.feed(chunk)
-                if events:
-                    await self._admit(events)
+        try:
+            async with coalesced(self.upstream.chunks()) as chunks:
+                async for chunk in chunks:
+                    events = self.decoder.feed(chunk)
+                    if events:
+                        await self._admit(events)
+        except EventTooLarge as exc:
+            raise GatewayError(
+                502,
+                f"The upstream sent a stream event larger than the gateway's limit of "
+                f"{exc.limit} bytes ({settings.ENV_UPSTREAM_MAX_ANSWER_BYTES}).",
+                "api_error",
+            ) from None
         last = self.decoder.flush()
         if last:
             await self._admit(last)
@@ -143,6 +156,9 @@ class StreamRelay:
                 raise
             if kind in USAGE_EVENTS:
                 self.usage.see(event, kind)
+            elif kind == "error":
+                error_type = _error_type(event)
+                self.call.end_stream_with(error_type, status_of_type(error_type))
         await self._emit(events)
 
     def _checked(self, event: StreamEvent) -> str:
@@ -208,10 +224,18 @@ class StreamRelay:
         if not self.committed:
             await self.call.respond(error.status, error.to_bytes())
             return
+        self.call.end_stream_with(error.error_type, error.status)
         frame = StreamEvent.from_json(
             "error", error_body(error.status, error.message, error.error_type)
         )
         await self._body([frame])
+
+
+def _error_type(event: StreamEvent) -> str:
+    """An upstream `error` event's `error.type`, bounded like every word the upstream chose."""
+    error = event.json.get("error")
+    kind = error.get("type") if isinstance(error, dict) else None
+    return kind[:100] if isinstance(kind, str) and kind else "api_error"
 
 
 def _is_event_stream(headers: list[tuple[bytes, bytes]]) -> bool:

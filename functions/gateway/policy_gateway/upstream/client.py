@@ -22,8 +22,15 @@ import httpx2
 
 from .. import names, settings
 from ..observability import metrics, spans, tracing
+from . import framing
 from .anthropic import AnthropicProvider
-from .errors import UpstreamStatusError, is_http_status, not_an_http_status, unavailable
+from .errors import (
+    UNREADABLE_ERRORS,
+    UpstreamStatusError,
+    UpstreamUnavailable,
+    unavailable,
+    unrelayable_status,
+)
 from .provider import Provider
 from .retry import retry_delay, should_retry
 
@@ -37,7 +44,7 @@ class Tries:
 
 @dataclass
 class UpstreamResponse:
-    """A successful attempt: the status line and headers, and the body still to read."""
+    """A successful attempt: the status line and headers, and the body (read, or still to)."""
 
     status: int
     headers: list[tuple[bytes, bytes]]
@@ -46,10 +53,12 @@ class UpstreamResponse:
     request_id: str | None
     _provider: Provider = field(repr=False)
     _path: str
+    _body: bytes = field(repr=False)
+    """The whole body of a non-streaming attempt (read within the cap); b"" for a stream."""
 
     async def read(self) -> bytes:
         try:
-            return self._provider.answer(self._path, await self._response.aread())
+            return self._provider.answer(self._path, self._body)
         finally:
             await self.close()
 
@@ -61,14 +70,13 @@ class UpstreamResponse:
         try:
             async for chunk in self._response.aiter_bytes():
                 yield chunk
-        except httpx2.TransportError as exc:
+        except UNREADABLE_ERRORS as exc:
             raise unavailable(exc) from None
 
     async def close(self) -> None:
         # Shielded: a call cancelled by a client disconnect or the deadline
         # must still release the upstream connection.
-        with anyio.CancelScope(shield=True):
-            await self._response.aclose()
+        await _close(self._response)
 
 
 @cache
@@ -89,12 +97,14 @@ class UpstreamClient:
     ):
         self._provider = provider or provider_for(config)
         self._max_retries = max(0, config.upstream_max_retries)
+        self._max_answer_bytes = config.upstream_max_answer_bytes
+        limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
         self._client = httpx2.AsyncClient(
             timeout=httpx2.Timeout(
                 config.upstream_read_timeout, connect=config.upstream_connect_timeout
             ),
-            limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
-            transport=transport,
+            limits=limits,
+            transport=transport or framing.guarded_transport(_tls(), limits),
             verify=_tls(),
             follow_redirects=False,
         )
@@ -116,7 +126,8 @@ class UpstreamClient:
     ) -> UpstreamResponse:
         """Send until success, a non-retryable error, or retries run out; counting tries in `tries`.
 
-        Returns with the body unread when the upstream said 2xx; raises UpstreamStatusError or
+        Returns when the upstream said 2xx, a non-streaming body read (within
+        UPSTREAM_MAX_ANSWER_BYTES), a stream's still to read; raises UpstreamStatusError or
         UpstreamUnavailable otherwise (the tries counted, even if cancelled). `deadline` (a
         time.time() value) stops retries that could not finish in time."""
         provider = self._provider
@@ -130,11 +141,15 @@ class UpstreamClient:
             tries.count += 1
             span = tracing.start_span(f"upstream {label} attempt {retry + 1}")
             try:
-                response, error = await self._exchange(request, stream=stream, span=span)
+                response, body, error = await self._exchange(request, stream=stream, span=span)
             except anyio.get_cancelled_exc_class():
                 # The call's deadline passed: the span must not stay open under
                 # the next call's spans.
                 span.end()
+                raise
+            except UpstreamUnavailable as exc:
+                # An answer too large or undecodable: asking again would only repeat it.
+                span.end(exc)
                 raise
             except httpx2.TransportError as exc:
                 span.end(exc)
@@ -144,17 +159,9 @@ class UpstreamClient:
                     raise unavailable(exc) from None
             else:
                 if error is None:
-                    return UpstreamResponse(
-                        response.status_code,
-                        provider.downstream(response.headers),
-                        response,
-                        span,
-                        _request_id(response, provider, span),
-                        provider,
-                        path,
-                    )
+                    return await _answer(response, body, span, provider, path)
                 delay = retry_delay(retry, response.headers)
-                retryable = should_retry(error.status, response.headers)
+                retryable = not error.final and should_retry(error.status, response.headers)
                 if not (retryable and self._may_retry(retry, deadline, delay)):
                     if retryable and retry:
                         error.tell_client_not_to_retry()
@@ -165,18 +172,23 @@ class UpstreamClient:
 
     async def _exchange(
         self, request: httpx2.Request, *, stream: bool, span: spans.Span
-    ) -> tuple[httpx2.Response, UpstreamStatusError | None]:
-        """One HTTP exchange: the response, and its status error if it is one.
+    ) -> tuple[httpx2.Response, bytes, UpstreamStatusError | None]:
+        """One HTTP exchange: the response, its body unless streamed, and its status error
+        if it is one; the response is closed on any failure.
 
         A non-streaming body is read here, so a reset mid-body is retried like
         a refused connection.
         """
         response = await self._client.send(request, stream=True)
-        if response.status_code >= 400:
-            return response, await self._status_error(response, span)
-        if not stream:
-            await response.aread()
-        return response, None
+        try:
+            framing.check(response, request)
+            if not 200 <= response.status_code <= 299:
+                return response, b"", await self._status_error(response, span)
+            body = b"" if stream else await read_capped(response, self._max_answer_bytes)
+            return response, body, None
+        except BaseException:
+            await _close(response)
+            raise
 
     def _may_retry(self, retry: int, deadline: float | None, delay: float) -> bool:
         """Whether a retry after `delay` seconds is allowed and could still beat `deadline`."""
@@ -188,24 +200,76 @@ class UpstreamClient:
         self, response: httpx2.Response, span: spans.Span
     ) -> UpstreamStatusError:
         try:
-            body = await response.aread()
-        except httpx2.TransportError:
+            body = await read_capped(response, self._max_answer_bytes)
+        except (httpx2.TransportError, UpstreamUnavailable):
             body = b""
         finally:
             await response.aclose()
-        if is_http_status(response.status_code):
+        unrelayable = unrelayable_status(response.status_code)
+        if unrelayable is None:
             status, body = self._provider.status_error(response.status_code, response.headers, body)
         else:
-            status, body = not_an_http_status(response.status_code)
+            status, body = unrelayable
         metrics.count(names.METRIC_UPSTREAM_5XX if status >= 500 else names.METRIC_UPSTREAM_4XX)
         span.annotate(names.ANNOTATION_UPSTREAM_STATUS, status)
-        return UpstreamStatusError(
+        error = UpstreamStatusError(
             status,
             body,
             self._provider.downstream(response.headers),
             span,
             _request_id(response, self._provider, span),
+            final=unrelayable is not None,
         )
+        if error.final:
+            error.tell_client_not_to_retry()
+        return error
+
+
+async def _answer(
+    response: httpx2.Response, body: bytes, span: spans.Span, provider: Provider, path: str
+) -> UpstreamResponse:
+    """The successful attempt as the routes see it; its connection released if that fails."""
+    try:
+        return UpstreamResponse(
+            response.status_code,
+            provider.downstream(response.headers),
+            response,
+            span,
+            _request_id(response, provider, span),
+            provider,
+            path,
+            body,
+        )
+    except BaseException as exc:
+        span.end(exc)
+        await _close(response)
+        raise
+
+
+async def _close(response: httpx2.Response) -> None:
+    # Shielded, as UpstreamResponse.close: a cancelled call must release its connection too.
+    with anyio.CancelScope(shield=True):
+        await response.aclose()
+
+
+async def read_capped(response: httpx2.Response, limit: int) -> bytes:
+    """The whole (decoded) body, refused once it passes `limit` bytes, before it all sits
+    in memory: a policy parsing a 60 MB answer of tiny blocks needs ten times that."""
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for part in response.aiter_bytes():
+            size += len(part)
+            if size > limit:
+                raise UpstreamUnavailable(
+                    f"the upstream API's answer is larger than the gateway's limit of {limit} "
+                    f"bytes ({settings.ENV_UPSTREAM_MAX_ANSWER_BYTES})",
+                    timeout=False,
+                )
+            parts.append(part)
+    except httpx2.DecodingError as exc:
+        raise unavailable(exc) from None
+    return b"".join(parts)
 
 
 def _request_id(response: httpx2.Response, provider: Provider, span: spans.Span) -> str | None:

@@ -28,8 +28,13 @@ class UpstreamStatusError(Exception):
         headers: list[tuple[bytes, bytes]],
         span: spans.Span,
         request_id: str | None,
+        *,
+        final: bool = False,
     ) -> None:
         super().__init__(f"upstream status {status}")
+        self.final = final
+        """The upstream's status is one the gateway never relays (a 3xx, a 999): the
+        502 stands for it, and asking again would only repeat it."""
         self.status = status
         self.body = body
         self.headers = headers
@@ -86,30 +91,46 @@ class UpstreamStatusError(Exception):
         return message if isinstance(message, str) else ""
 
 
-def is_http_status(status: int) -> bool:
-    """Whether `status` is a final status of RFC 9110's range, the one an ASGI server
-    can send (Anthropic's 529 included); others make the server drop the connection."""
-    return 200 <= status <= 599
+def unrelayable_status(status: int) -> tuple[int, bytes] | None:
+    """What the client gets for an upstream status the gateway never relays, else None.
 
-
-def not_an_http_status(status: int) -> tuple[int, bytes]:
-    """What the client gets for an upstream status outside the HTTP tables (e.g. 999)."""
-    return 502, error_bytes(502, f"The upstream API answered with HTTP status {status}.")
+    A 3xx: relayed, an SDK (which follows redirects) would re-send the request,
+    unredacted, to whatever host the upstream named, and hand its answer to
+    the agent unjudged. A status outside RFC 9110's final range (e.g. 999):
+    an ASGI server drops the connection rather than send it.
+    """
+    if 300 <= status <= 399:
+        return 502, error_bytes(
+            502,
+            f"The upstream API answered with a redirect (HTTP {status}); "
+            "the gateway neither follows nor relays redirects.",
+        )
+    if not 200 <= status <= 599:
+        return 502, error_bytes(502, f"The upstream API answered with HTTP status {status}.")
+    return None
 
 
 class UpstreamUnavailable(Exception):
-    """No answer from the upstream after every retry: refused, reset or timed out."""
+    """No usable answer from the upstream after every retry: refused, reset, timed out,
+    undecodable or too large."""
 
     def __init__(self, message: str, *, timeout: bool) -> None:
         super().__init__(message)
         self.timeout = timeout
 
 
-def unavailable(exc: httpx2.TransportError) -> UpstreamUnavailable:
+UNREADABLE_ERRORS = (httpx2.TransportError, httpx2.DecodingError)
+"""What reading an upstream body can raise: a reset or stall, or a body its
+`content-encoding` does not describe (a `gzip` body that is not gzip)."""
+
+
+def unavailable(exc: httpx2.TransportError | httpx2.DecodingError) -> UpstreamUnavailable:
     return UpstreamUnavailable(_describe(exc), timeout=isinstance(exc, httpx2.TimeoutException))
 
 
-def _describe(exc: httpx2.TransportError) -> str:
+def _describe(exc: httpx2.TransportError | httpx2.DecodingError) -> str:
+    if isinstance(exc, httpx2.DecodingError):
+        return "the upstream API's answer could not be decoded as its content-encoding says"
     if isinstance(exc, httpx2.ConnectTimeout):
         return "timed out connecting to the upstream API"
     if isinstance(exc, httpx2.TimeoutException):

@@ -16,13 +16,33 @@ from __future__ import annotations
 
 from ..base import StreamEvent
 
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+"""The largest event a decoder holds by default: far above any event the API sends (a
+server tool's result, a whole document, comes in one `content_block_start`), far below
+what an endless event would take. The gateway passes its UPSTREAM_MAX_ANSWER_BYTES."""
+
+
+class EventTooLarge(ValueError):
+    """An event (or what has arrived of one) is larger than the decoder's limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"a stream event is larger than {limit} bytes")
+        self.limit = limit
+
 
 class SSEDecoder:
-    """Turns a byte stream into complete StreamEvents, as soon as each one is complete."""
+    """Turns a byte stream into complete StreamEvents, as soon as each one is complete.
 
-    def __init__(self) -> None:
-        self._buffer = b""
+    Linear in the bytes fed: each chunk is scanned once, for the blank line
+    ending a frame, from where the last scan stopped (an event trickled in
+    4 KB chunks is never rescanned whole per chunk), and an event larger than
+    `max_event_bytes` raises EventTooLarge as soon as that much of it is held.
+    """
+
+    def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
+        self._buffer = bytearray()
         self._carriage_return = False
+        self._max_event_bytes = max_event_bytes
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
         if self._carriage_return:
@@ -32,15 +52,27 @@ class SSEDecoder:
             chunk = chunk[:-1]
         if b"\r" in chunk:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        self._buffer += chunk
-        if b"\n\n" not in self._buffer:
+        buffer = self._buffer
+        # The held bytes end without a blank line; one may straddle the last byte.
+        scanned = max(len(buffer) - 1, 0)
+        buffer += chunk
+        end = buffer.rfind(b"\n\n", scanned)
+        if end < 0:
+            if len(buffer) > self._max_event_bytes:
+                raise EventTooLarge(self._max_event_bytes)
             return []
-        *frames, self._buffer = self._buffer.split(b"\n\n")
+        with memoryview(buffer) as held:
+            frames = held[:end].tobytes().split(b"\n\n")
+        del buffer[: end + 2]
+        limit = self._max_event_bytes
+        if len(buffer) > limit or (end > limit and any(len(frame) > limit for frame in frames)):
+            raise EventTooLarge(limit)
         return [event for frame in frames if (event := _parse_frame(frame)) is not None]
 
     def flush(self) -> list[StreamEvent]:
         """Return a final frame that the upstream ended without a blank line."""
-        frame, self._buffer = self._buffer, b""
+        frame = bytes(self._buffer)
+        self._buffer = bytearray()
         self._carriage_return = False
         event = _parse_frame(frame)
         return [] if event is None else [event]

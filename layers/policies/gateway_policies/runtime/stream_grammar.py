@@ -28,7 +28,6 @@ import json
 from typing import Any
 
 from ..base import JSONObject, StreamEvent
-from ..event_type import compact_delta
 from ..upstream_tools import CALL_TYPES
 
 _DELTAS: dict[str, tuple[frozenset[str], str]] = {
@@ -49,7 +48,7 @@ class GrammarError(ValueError):
 class StreamGrammar:
     """One stream's place in the grammar: fed every event, in order, before anyone acts on it."""
 
-    __slots__ = ("blocks", "ended", "open_kind", "started")
+    __slots__ = ("blocks", "ended", "open_index", "open_kind", "started")
 
     def __init__(self) -> None:
         self.started = False
@@ -58,9 +57,21 @@ class StreamGrammar:
         self.blocks = 0
         self.open_kind: str | None = None
         """The open block's type ("" for a block without a string type); None: none is open."""
+        self.open_index = ""
+        """The open block's index as a compact delta writes it (no parse to compare it)."""
 
     def check(self, event: StreamEvent, kind: str) -> None:
         """Accept `event`, whose data's type is `kind`, or raise GrammarError."""
+        if kind == "content_block_delta" and self.started and not self.ended:
+            # The commonest event by far, in the API's compact form: its index and
+            # delta type were read with its type, so it costs no parse and no second match.
+            compact = event.compact_delta
+            if compact is not None:
+                index, named, field = compact
+                if index != self.open_index or self.open_kind is None:
+                    raise GrammarError("a content_block_delta named a block that is not open")
+                self._belongs(named, field)
+                return
         if self.ended:
             raise GrammarError("an event followed the end of the message")
         if kind == "error":
@@ -98,17 +109,11 @@ class StreamGrammar:
             raise GrammarError("a content_block_start carried no block")
         block_type = block.get("type")
         self.open_kind = block_type if isinstance(block_type, str) else ""
+        self.open_index = str(self.blocks)
         self.blocks += 1
 
     def _delta(self, event: StreamEvent) -> None:
-        compact = compact_delta(event.data)
-        if compact is not None:
-            # The API's own form, read without a parse: the commonest frame by far.
-            index, named, field = compact
-            if index != self.blocks - 1 or self.open_kind is None:
-                raise GrammarError("a content_block_delta named a block that is not open")
-            self._belongs(named, field)
-            return
+        """A delta in any other form than the compact one `check` reads first."""
         payload = _payload(event)
         self._expect_open(payload, "content_block_delta")
         delta = payload.get("delta")

@@ -278,7 +278,7 @@ class BedrockProvider:
         request_id = headers.get(REQUEST_ID_HEADER)
         if request_id and "request-id" not in headers:
             # Where the SDKs look for the request id (`response._request_id`).
-            out.append((b"request-id", request_id.encode("latin-1")))
+            out.extend(downstream_headers([("request-id", request_id)]))
         return out
 
 
