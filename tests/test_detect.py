@@ -5,7 +5,8 @@ finds (the reference engine), on random text and on text cut from the rules
 themselves (keywords, alphabets, near matches, non-ASCII and lone surrogates
 around them); hits are string indices into the decoded text; the engine is
 compiled once per process and rule set, with a scratch space per thread; a
-dense text falls back to one whole-value match.
+dense text falls back to one whole-value match; the reversed scan reports every
+start `re` would match at, on partial matches around real ones too.
 """
 
 from __future__ import annotations
@@ -17,11 +18,20 @@ from dataclasses import replace
 import pytest
 from gateway_policies import detect
 from gateway_policies.detect import Detector, Hit, catalogue, catalogue_version, detector, scan
-from gateway_policies.detect.engine import CONFIRM_CHARACTERS, EVENTS_FLOOR, HyperscanEngine
+from gateway_policies.detect.engine import (
+    CONFIRM_CHARACTERS,
+    EVENTS_FLOOR,
+    LONG_REACH,
+    HyperscanEngine,
+    one_byte_per_character,
+)
 from gateway_policies.detect.reference import ReferenceEngine
+from gateway_policies.detect.reverse import reversed_pattern
 from gateway_policies.detect.ruleset import RuleSet
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from .support.crafted import EMAIL_PARTIAL, EMAIL_REAL, around_units
 
 pytestmark = pytest.mark.unit
 
@@ -82,6 +92,52 @@ def test_the_engine_finds_what_re_finds_on_random_text(text: str) -> None:
 @given(st.lists(st.sampled_from(SAMPLES), min_size=1, max_size=8), st.text(max_size=30))
 def test_adjacent_samples_with_anything_between_them(samples: list[str], glue: str) -> None:
     same_as_reference(glue.join(samples))
+
+
+def _around_pieces() -> list[str]:
+    """Partial matches and real ones of every family (tests/support/crafted.py), cut short."""
+    pieces = {EMAIL_PARTIAL[::7], EMAIL_REAL, " ", "\n", "-", "@", "."}
+    for unit in around_units().values():
+        partial, _, real = unit.rpartition("\n\n")[0].rpartition("\n")
+        pieces.update({partial[:200], partial[-120:], real[-300:]})
+    return sorted(pieces)
+
+
+AROUND = _around_pieces()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(AROUND), max_size=12))
+def test_the_engine_finds_what_re_finds_on_partial_matches_around_real_ones(
+    pieces: list[str],
+) -> None:
+    same_as_reference("".join(pieces))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=25))
+def test_the_reversed_scan_reports_every_start_of_a_match(pieces: list[str]) -> None:
+    """Every position where `re` matches a rule found by its own pattern is among the starts
+    the rule's reversed pattern reports, so trying only those finds everything."""
+    text = "".join(pieces)
+    starts, dense = ENGINE._match_starts(
+        one_byte_per_character(text), [(0, len(text))], budget=len(text) * len(ALL.rules) + 1
+    )
+    assert dense is None
+    for index in ENGINE._reversible:
+        pattern = ALL.compiled[index]
+        expected = {at for at in range(len(text) + 1) if pattern.match(text, at)}
+        assert expected <= set(starts.get(index, ())), (ALL.rules[index].kind, text)
+
+
+def test_every_rule_found_by_its_pattern_has_a_reversed_one() -> None:
+    by_pattern = [n for n, rule in enumerate(ALL.rules) if rule.max_length <= LONG_REACH]
+    assert set(by_pattern) <= set(ENGINE._reversible)
+    backwards = re.compile(reversed_pattern(r"(?:^|[^a-z])(?P<secret>a(?i:B)[0-9]{2,3})(?:\b|$)"))
+    assert backwards.fullmatch("\n123ba")
+    assert backwards.fullmatch("21Ba-")
+    assert not backwards.search("1ba")
+    assert not backwards.fullmatch("21bax")
 
 
 def test_every_sample_is_found() -> None:

@@ -18,14 +18,19 @@ from typing import cast
 
 import pytest
 from gateway_policies.builtin.redact_secrets import RedactSecrets
-from gateway_policies.detect import catalogue
+from gateway_policies.detect import catalogue, detector
 from gateway_policies.testing import run_request
 from gateway_policies.text import WINDOW, subn_in_windows
 from hypothesis import given
 from hypothesis import strategies as st
 from policy_gateway.routes.body import MAX_REQUEST_BYTES
 
+from .support.client import policy_chain
 from .support.client import user_request as request
+from .support.crafted import EMAIL_REAL, around_units, blocks, repeated
+from .support.fake_upstream import FakeUpstream
+from .support.gateway import GatewayFactory
+from .support.sdk import ask, both, sdk
 
 # A text each pattern must redact, per alternative of the pattern: the
 # pathological inputs are cut from these.
@@ -88,10 +93,6 @@ def pathological_units(kind: str) -> list[str]:
     units = [u for members in character_classes(pattern) for u in run_units(members)]
     units += [u for sample in SAMPLES[kind] for u in prefix_units(sample)]
     return list(dict.fromkeys(units))
-
-
-def repeated(unit: str, size: int) -> str:
-    return (unit * (size // len(unit) + 1))[:size]
 
 
 def cpu_seconds(policy: RedactSecrets, text: str) -> float:
@@ -170,3 +171,58 @@ def test_no_single_call_scans_more_than_a_window_at_the_body_limit() -> None:
     assert found == 1
     assert len(scans.reads) > MAX_REQUEST_BYTES // WINDOW
     assert max(scans.reads) <= WINDOW + SMALL_LONGEST
+
+
+# ------------------------------------------- partial matches around real ones (issue 40)
+
+# The whole catalogue on 6 MB in text blocks: generous, as CPU_SECONDS_PER_INPUT is; the
+# bench's figure (14) holds the 1 s target. Before the confirmation went by the starts a
+# reversed scan reports, the e-mail body alone cost about 12 s here.
+AROUND_CPU_SECONDS = 2.0
+EVERY_KIND = list(dict.fromkeys(rule.kind for rule in catalogue()))
+
+
+@pytest.mark.load
+@pytest.mark.parametrize("kind", list(around_units()))
+def test_partial_matches_around_real_ones_cost_little_for_every_family(kind: str) -> None:
+    policy = RedactSecrets({"kinds": EVERY_KIND})
+    texts = blocks(around_units()[kind], MAX_REQUEST_BYTES)
+    started = time.process_time()
+    policy.rewrite_all(texts)
+    seconds = time.process_time() - started
+    assert seconds <= AROUND_CPU_SECONDS, f"{kind}: {seconds:.2f} s of CPU for 6 MB in blocks"
+
+
+# Before the fix about 2 s of CPU per MB (a local part's run, then labels that never reach a
+# dot, walked again from every start of a window as long as the rule's reach); after, tens of
+# milliseconds. What the redaction adds is the call's CPU beside the same call through a chain
+# that does nothing (the parse, the SDK and the upstream run in this process too).
+GATEWAY_BODY = 2 * 1024 * 1024
+GATEWAY_POLICY_CPU_SECONDS = 1.0
+
+
+@pytest.mark.load
+@both
+def test_a_body_of_partial_addresses_around_real_ones_is_redacted_in_bounded_cpu(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
+) -> None:
+    """Issue 40: runs of `a…a@b-b-b-` with a real address every ~800 characters cost the
+    e-mail rule's confirmation ~7 s of CPU per MB, and another caller's call waited for it."""
+    texts = blocks(around_units()["email"], GATEWAY_BODY)
+    messages = [{"role": "user", "content": [{"type": "text", "text": t} for t in texts]}]
+    # The detector compiles once per process (the gateway's init): not the call's work.
+    detector()
+    seconds = {}
+    for policy in ("noop", "redact_secrets"):
+        client = sdk(make_gateway(policy_config=policy_chain((policy, {}))))
+        ask(client, streaming)
+        started = time.process_time()
+        assert ask(client, streaming, messages=messages).content
+        seconds[policy] = time.process_time() - started
+    sent = upstream.requests[-1].json["messages"][0]["content"]
+    received = "".join(block["text"] for block in sent)
+    expected = "".join(texts).replace(EMAIL_REAL, "[REDACTED:email]")
+    assert received == expected
+    assert received.count("[REDACTED:email]") > 1500
+    added = seconds["redact_secrets"] - seconds["noop"]
+    assert added <= GATEWAY_POLICY_CPU_SECONDS, f"{added:.2f} s of CPU added by the redaction"

@@ -185,7 +185,7 @@ class FlowGuard(ToolCallGate[FlowGuardOptions]):
                 },
             )
         found = candidates(tool_input, self.options.min_length)
-        tainted = conversation.tainted([candidate.text for candidate in found])
+        tainted = conversation.tainted(found)
         if tainted is None:
             return None
         kind, source = found[tainted[0]].kind, recorder.text(tainted[1])

@@ -3,14 +3,15 @@
 Both engines end here, so they cannot differ in what a match means: the
 `secret` group's span (the whole match without one), kept when the validator,
 if any, accepts its text. The Hyperscan engine runs `finditer` only from the
-starts its match ends allow (`windows`); from any other start `re` finds
+starts its match ends allow (`windows`), or `match` only at the starts a
+reversed scan reported (`at_starts`); from any other start `re` finds
 nothing, so the matches are those of one pass over the whole text.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from .rule import Rule
 
@@ -67,3 +68,22 @@ def windows(
             span = accepted(rule, match)
             if span is not None:
                 yield span
+
+
+def at_starts(
+    rule: Rule, pattern: re.Pattern[str], text: str, starts: Iterable[int]
+) -> Iterator[Span]:
+    """The matches of one pass over `text`, given every position where a match starts (and
+    perhaps others, where `match` finds nothing): each tried once, in order, from where the
+    last match let the search resume."""
+    done = 0
+    for start in sorted(set(starts)):
+        if start < done:
+            continue
+        match = pattern.match(text, start)
+        if match is None:
+            continue
+        done = resumes_at(match)
+        span = accepted(rule, match)
+        if span is not None:
+            yield span

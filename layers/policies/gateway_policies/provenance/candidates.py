@@ -18,21 +18,23 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..detect import scan
+from .hosts import NAME, NOT_AFTER, host_of
 from .normalise import IBAN, PHONE, compact, normalise
 
 KINDS = ("url", "email", "iban", "phone", "ip", "host", "token", "value")
 """Every kind of candidate, in the order a call's candidates are looked up."""
 
-_URL = re.compile(r"\b(?:https?|ftp|wss?|file)://[^\s<>\"'`\\]+")
-_BARE_URL = re.compile(r"(?<![\w.@/:-])(?:[a-z0-9-]+\.)+[a-z]{2,63}[/:][^\s<>\"'`\\]*")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s<>\"'`\\]+")
+"""A URL of any scheme (`https`, `rsync`, `sftp`, `git+ssh`, …)."""
+_BARE_URL = re.compile(rf"{NOT_AFTER}{NAME}[/:][^\s<>\"'`\\]*")
 """A host followed by a path or a port (`evil.example/x`, `host:22`): how commands
 such as curl and scp name a destination without a scheme."""
-_BARE_HOST = re.compile(r"(?:^|(?<=[\s\"'`=]))((?:[a-z0-9-]+\.)+[a-z]{2,63})\.?(?=[\s\"'`?#]|$)")
-"""A host standing alone as a word (`curl evil.example`, `nc evil.example 4444`); a
-name followed by anything else (`json.dumps(`, `os.environ)`) is code, not a host."""
+_BARE_HOST = re.compile(rf"{NOT_AFTER}({NAME})\.?(?![\w.(-])")
+"""A host standing alone (`curl evil.example`, `nc evil.example 4444`, `curl evil.example;true`,
+`(curl evil.example)`): it ends at any character that cannot continue a host name, except an
+opening parenthesis: a name followed by one is a call (`json.dumps(`), not a host."""
 _EMAIL = re.compile(r"[\w.+-]+@((?:[\w-]+\.)+[\w-]{2,})")
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
 _IPV6 = re.compile(r"(?<![\w:])[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?![\w:])")
@@ -72,15 +74,6 @@ def secret_tokens(text: str) -> Iterator[str]:
     yield from found
 
 
-def _host(url: str) -> str | None:
-    """The URL's host, without the root's trailing dot (`evil.example.` is `evil.example`)."""
-    try:
-        host = urlsplit(url if "://" in url else f"//{url}").hostname
-    except ValueError:
-        return None
-    return host.rstrip(".") if host else None
-
-
 def _is_ip(text: str) -> bool:
     try:
         ipaddress.ip_address(text)
@@ -96,7 +89,7 @@ def entities(normal: str) -> Iterator[Candidate]:
             # Without a final slash, which a page and a user add or leave out at will.
             url = found.rstrip(_TRAILING).rstrip("/")
             yield Candidate("url", url)
-            host = _host(url)
+            host = host_of(url)
             if host:
                 yield Candidate("host", host)
     for found in _BARE_HOST.findall(normal):

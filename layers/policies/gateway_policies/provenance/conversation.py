@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .candidates import Candidate
+from .hosts import BOUNDARIES, Boundary
 from .lookup import finder
 
 CLIENT_MCP_PREFIX = "mcp__"
@@ -126,21 +128,23 @@ class Conversation:
         """The latest result with a part the gateway could not read."""
         return next((r for r in reversed(self.results) if r.unreadable), None)
 
-    def tainted(self, normals: Sequence[str]) -> tuple[int, str] | None:
-        """The first of `normals` that occurs in an untrusted result and in no trusted
-        text: its index and the id of the first result holding it; else None. Linear in
-        the texts and the candidates (provenance.lookup)."""
+    def tainted(self, found: Sequence[Candidate]) -> tuple[int, str] | None:
+        """The first of `found` that occurs in an untrusted result and in no trusted text
+        (a host, URL or e-mail address at its boundaries: provenance.hosts): its index and
+        the id of the first result holding it; else None. Linear in the texts and the
+        candidates (provenance.lookup)."""
         texts = [result.text for result in self.results]
-        lookup = finder(normals, sum(map(len, texts)) + len(self.trusted))
-        untrusted = lookup.holders(texts, range(len(normals)))
+        sought = [(c.text, BOUNDARIES.get(c.kind, Boundary.ANYWHERE)) for c in found]
+        lookup = finder(sought, sum(map(len, texts)) + len(self.trusted))
+        untrusted = lookup.holders(texts, range(len(sought)))
         named = lookup.holders([self.trusted], sorted(untrusted)) if untrusted else {}
         first = min((index for index in untrusted if index not in named), default=None)
         return None if first is None else (first, self.results[untrusted[first]].id)
 
-    def source(self, normal: str) -> str | None:
-        """The id of the untrusted result `normal` occurs in, when it occurs in no trusted
-        text; else None."""
-        found = self.tainted([normal])
+    def source(self, normal: str, kind: str = "value") -> str | None:
+        """The id of the untrusted result `normal` (a candidate of `kind`) occurs in, when it
+        occurs in no trusted text; else None."""
+        found = self.tainted([Candidate(kind, normal)])
         return None if found is None else found[1]
 
 

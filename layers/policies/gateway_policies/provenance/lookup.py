@@ -9,7 +9,10 @@ the text).
 
 Both answer the same question the same way: a candidate's normal form holds
 no NUL (normalise drops it), and a UTF-8 string occurs in another's bytes
-exactly where it occurs as characters.
+exactly where it occurs as characters. A host, URL or e-mail address counts
+only where it stands at its boundaries (provenance.hosts): each finder tries
+its occurrences until one does, and the characters around an occurrence are
+the same read from the string or decoded from the bytes.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .hosts import Boundary, at_boundaries
 
 if TYPE_CHECKING:
     import hyperscan
@@ -37,6 +42,12 @@ of about 16 000 bytes and more."""
 _SEPARATOR = "\x00"
 """Between texts joined for `str.find`: no candidate holds one, so none spans two."""
 
+_LONGEST_CHARACTER = 4
+"""UTF-8 bytes of one character: how far around a match its neighbours are decoded."""
+
+Sought = tuple[str, Boundary]
+"""A candidate's normal form and where an occurrence of it counts."""
+
 
 class Finder(Protocol):
     @property
@@ -49,10 +60,23 @@ class Finder(Protocol):
         ...
 
 
-class StringFinder:
-    """One `str.find` per candidate over the texts joined."""
+def _first(joined: str, sought: Sought) -> int:
+    """Where `sought` first occurs in `joined` at its boundaries, or -1."""
+    text, boundary = sought
+    position = joined.find(text)
+    while position >= 0:
+        end = position + len(text)
+        if at_boundaries(boundary, joined[position - 1 : position], joined[end : end + 2]):
+            return position
+        position = joined.find(text, position + 1)
+    return position
 
-    def __init__(self, candidates: Sequence[str]) -> None:
+
+class StringFinder:
+    """One `str.find` per candidate over the texts joined (and one more per occurrence
+    that stands inside a longer name)."""
+
+    def __init__(self, candidates: Sequence[Sought]) -> None:
         self.candidates = candidates
         self.read = 0
 
@@ -66,21 +90,38 @@ class StringFinder:
         found: dict[int, int] = {}
         for index in among:
             self.read += len(joined)
-            position = joined.find(self.candidates[index])
+            position = _first(joined, self.candidates[index])
             if position >= 0:
                 found[index] = bisect_right(starts, position) - 1
         return found
 
 
 class _FirstText:
-    """A scan's match handler: the text each candidate is first met in."""
+    """A scan's match handler: the text each candidate is first met in at its boundaries."""
 
-    def __init__(self) -> None:
+    def __init__(self, candidates: Sequence[Sought], lengths: Sequence[int]) -> None:
         self.found: dict[int, int] = {}
         self.text = 0
+        self.data = b""
+        self._boundaries = [boundary for _, boundary in candidates]
+        self._lengths = lengths
 
     def __call__(self, candidate: int, start: int, end: int, flags: int, context: Any) -> bool:
-        self.found.setdefault(candidate, self.text)
+        if candidate in self.found:
+            return False
+        boundary = self._boundaries[candidate]
+        if boundary is not Boundary.ANYWHERE:
+            begin = end - self._lengths[candidate]
+            # A window of whole characters' bytes each side: a partial one decodes to nothing.
+            before = self.data[max(0, begin - _LONGEST_CHARACTER) : begin]
+            after = self.data[end : end + 2 * _LONGEST_CHARACTER]
+            if not at_boundaries(
+                boundary,
+                before.decode(errors="ignore")[-1:],
+                after.decode(errors="ignore")[:2],
+            ):
+                return False
+        self.found[candidate] = self.text
         return False
 
 
@@ -90,13 +131,17 @@ class LiteralFinder:
     Compiled per call, so its scratch space is the database's own: the call's
     thread alone uses it (the binding cannot grow one scratch to several
     databases). A candidate longer than a literal may be is found with
-    `str.find`: there are few such, as a call's values hold them all.
+    `str.find`: there are few such, as a call's values hold them all. A
+    candidate found anywhere is reported once per text; one with boundaries at
+    each occurrence until one stands at them.
     """
 
-    def __init__(self, candidates: Sequence[str]) -> None:
+    def __init__(self, candidates: Sequence[Sought]) -> None:
         import hyperscan
 
-        encoded = [candidate.encode() for candidate in candidates]
+        encoded = [text.encode() for text, _ in candidates]
+        self._sought = candidates
+        self._lengths = [len(literal) for literal in encoded]
         self._short = [n for n, literal in enumerate(encoded) if len(literal) <= LITERAL_MAX_BYTES]
         self._long = [n for n, literal in enumerate(encoded) if len(literal) > LITERAL_MAX_BYTES]
         self._strings = StringFinder(candidates)
@@ -107,7 +152,10 @@ class LiteralFinder:
                 expressions=[encoded[n] for n in self._short],
                 ids=self._short,
                 elements=len(self._short),
-                flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(self._short),
+                flags=[
+                    hyperscan.HS_FLAG_SINGLEMATCH if candidates[n][1] is Boundary.ANYWHERE else 0
+                    for n in self._short
+                ],
                 literal=True,
             )
         self._scanned = 0
@@ -121,17 +169,18 @@ class LiteralFinder:
         found = self._strings.holders(texts, [n for n in self._long if n in wanted])
         if self._database is None:
             return found
-        handler = _FirstText()
+        handler = _FirstText(self._sought, self._lengths)
         for number, text in enumerate(texts):
             handler.text = number
             self._scanned += len(text)
             if text:
-                self._database.scan(text.encode(), match_event_handler=handler)
+                handler.data = text.encode()
+                self._database.scan(handler.data, match_event_handler=handler)
         found.update((n, text) for n, text in handler.found.items() if n in wanted)
         return found
 
 
-def finder(candidates: Sequence[str], characters: int) -> Finder:
+def finder(candidates: Sequence[Sought], characters: int) -> Finder:
     """The cheaper finder for `candidates` over texts of `characters` in all."""
     if len(candidates) >= LITERALS_FROM_CANDIDATES and characters >= LITERALS_FROM_CHARACTERS:
         return LiteralFinder(candidates)
