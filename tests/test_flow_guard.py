@@ -235,7 +235,10 @@ def test_a_name_inside_a_longer_trusted_name_is_not_trusted(
     reply = ask(client, streaming, tools=TOOLS, system=trusted, messages=messages)
     assert kinds(reply) == ["text"]
     assert f"carries a {kind} that came from an untrusted result" in reply.content[0].text  # type: ignore[union-attr]
-    assert guard.actions() == [block(kind=kind, tool=tool)]
+    blocked_id = f"toolu_00_{tool}" if streaming else "toolu_0"
+    assert guard.actions() == [
+        block(streaming, kind=kind, tool=tool, blocked_tool_use_id=blocked_id)
+    ]
 
 
 @both
