@@ -15,13 +15,23 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Protocol,
+    TypeVar,
+    get_args,
+    get_origin,
+)
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
 from .actions import PolicyAction
 from .event_type import type_named, type_of
 from .exceptions import PolicyConfigError
+from .judge.record import JudgeCall
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -147,6 +157,14 @@ class StreamEvent:
         return f"StreamEvent(event={self._event!r}, data={self.data!r})"
 
 
+class TraceSpan(Protocol):
+    """A span the gateway opened for a policy's own work (a judge call), under the call's."""
+
+    def describe(self, key: str, value: str) -> None: ...
+
+    def end(self, error: BaseException | None = None) -> None: ...
+
+
 S = TypeVar("S")
 # A policy's options type; a plain `Policy` is `Policy[None]`, whose options are None.
 OptionsT = DefaultTypeVar("OptionsT", default=None)
@@ -176,6 +194,18 @@ class PolicyContext:
     """True while a shadow-mode policy runs: what it records is what it would have done."""
     actions: list[PolicyAction] = field(default_factory=list, repr=False)
     """What the policies did on this call, in order (`record`): the audit trail."""
+    deadline: float | None = None
+    """`time.time()` by which the call must have answered (the Lambda's deadline less the
+    gateway's margin); None when there is none. A policy that waits on a service (a judge)
+    stops waiting before it."""
+    upstream_base_url: str | None = None
+    """The Messages API base the gateway relays to (`UPSTREAM_BASE_URL`); None when its
+    upstream is not the Anthropic API. A judge's default `base_url`."""
+    start_span: Callable[[str], TraceSpan] | None = field(default=None, repr=False)
+    """Opens a span under the call's span (one per judge call); None when nothing traces."""
+    judge_calls: list[JudgeCall] = field(default_factory=list, repr=False)
+    """Every judge call a policy made on this call (gateway_policies.judge): the call line's
+    `judge_usage` and the Judge* metrics."""
     _states: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def replay(self) -> PolicyContext:
@@ -188,6 +218,9 @@ class PolicyContext:
             caller=self.caller,
             caller_groups=self.caller_groups,
             shadow=self.shadow,
+            deadline=self.deadline,
+            upstream_base_url=self.upstream_base_url,
+            start_span=self.start_span,
         )
 
     def record(self, policy: Policy[Any], action: str, **details: Any) -> None:
@@ -199,13 +232,15 @@ class PolicyContext:
         """
         self.actions.append(PolicyAction(policy.label, action, details, self.shadow))
 
-    def state(self, policy: Policy[Any], kind: type[S]) -> S:
-        """This call's `kind` instance for `policy`, made with `kind()` on first use."""
+    def state(self, policy: object, kind: type[S]) -> S:
+        """This call's `kind` instance for `policy` (or for any object a policy owns, such as
+        its judge), made with `kind()` on first use."""
         found = self._states.get(id(policy))
         if found is None:
             found = self._states[id(policy)] = kind()
         if not isinstance(found, kind):
-            raise TypeError(f"{policy.label} asked for its call state as two different types")
+            label = getattr(policy, "label", type(policy).__name__)
+            raise TypeError(f"{label} asked for its call state as two different types")
         return found
 
 
