@@ -183,8 +183,18 @@ def judge() -> Iterator[tuple[FakeUpstream, str]]:
     server.stop()
 
 
-def verdict(risk: float, reason: str = "") -> Reply:
-    return Reply(body=message(json.dumps({"risk": risk, "reason": reason})))
+def verdict(risk: float, reason: str = "", decision: str = "allow") -> Reply:
+    """The judge's answer: a call of the verdict tool (never text) carrying the risk."""
+    given = {"decision": decision, "reason": reason, "risk": risk}
+    call = {"type": "tool_use", "id": "toolu_v", "name": "verdict", "input": given}
+    return Reply(body=message("", content=[call]))
+
+
+def judged_data(body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON the judge request carries inside its nonce delimiter."""
+    user = body["messages"][0]["content"]
+    loaded: dict[str, Any] = json.loads(user.split("\n", 1)[1].rsplit("\n", 1)[0])
+    return loaded
 
 
 # The judge's SDK client keeps its pooled connection for the life of the event
@@ -228,16 +238,17 @@ def test_judge_blocks_risky_and_allows_safe_calls(
     assert "rated its risk 0.95 (threshold 0.7): destroys data" in text
     asked = [r.json for r in fake_judge.requests]
     assert [r["model"] for r in asked] == ["judge-1", "judge-1"]
-    assert {json.loads(r["messages"][0]["content"].split("\n", 1)[1])["tool"] for r in asked} == {
-        "bash",
-        "read",
-    }
-    # This SDK version sends its api_key as a bearer token.
-    assert fake_judge.requests[0].headers["authorization"] == "Bearer sk-ant-judge"
+    assert {judged_data(r)["block"]["name"] for r in asked} == {"bash", "read"}
+    assert asked[0]["tool_choice"] == {"type": "tool", "name": "verdict"}
+    assert fake_judge.requests[0].headers["x-api-key"] == "sk-ant-judge"
     gateway_stdout.until(lambda out: "call finished" in out)
     (line,) = [line for line in gateway_stdout.lines() if line.get("message") == "call finished"]
     judged = sorted(
-        (entry for entry in line["policy_actions"] if entry["action"] == "judge"),
+        (
+            {k: v for k, v in entry.items() if k not in ("latency_ms", "cached", "kind")}
+            for entry in line["policy_actions"]
+            if entry["action"] == "judge"
+        ),
         key=lambda entry: str(entry["tool"]),
     )
     assert judged == [
@@ -283,10 +294,11 @@ def test_deployed_judge_uses_the_gateways_own_anthropic_key(
         clock=clock,
     )
     for expected in ("sk-ant-from-secret", "sk-ant-rotated"):
-        upstream.script(tool_reply(False, ("read", {"path": "a"})))
+        # A call of its own each time: the same call again would be the memo's.
+        upstream.script(tool_reply(False, ("read", {"path": expected})))
         fake_judge.script(verdict(0.1))
         assert kinds(ask(sdk(url), False, tools=TOOLS)) == ["tool_use"]
-        assert fake_judge.requests[-1].headers["authorization"] == f"Bearer {expected}"
+        assert fake_judge.requests[-1].headers["x-api-key"] == expected
         put_secret("test/judge-key", "sk-ant-rotated")
         clock.advance(61)
 
@@ -312,21 +324,34 @@ def test_judge_failure_blocks_and_is_logged(
     fake_judge.script(
         {
             "500": Reply.error(500, "api_error"),
-            "timeout": Reply(body=message('{"risk": 0}'), delay=1.0),
-            "nonsense": Reply(body=message("looks fine to me")),
-            "negative": Reply(body=message('{"risk": -1, "reason": "trust me"}')),
-            "string": Reply(body=message('{"risk": "0.1"}')),
+            "timeout": Reply(body=verdict(0).body, delay=1.0),
+            "nonsense": Reply(body=message('{"decision": "allow", "risk": 0}')),
+            "negative": verdict(-1, "trust me"),
+            "string": Reply(
+                body=message(
+                    "",
+                    content=[
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_v",
+                            "name": "verdict",
+                            "input": {"decision": "allow", "reason": "", "risk": "0.1"},
+                        }
+                    ],
+                )
+            ),
         }[failure]
     )
     reply = ask(sdk(url), streaming, tools=TOOLS)
     assert kinds(reply) == ["text"]
     assert "fail-secure" in reply.content[0].text  # type: ignore[union-attr]
     assert reply.stop_reason == "end_turn"
-    judge_log = "tool call judge failed; blocking the call (fail-secure)"
+    judge_log = "judge failed; the block is handled as on_error says"
     out = gateway_stdout.until(lambda text: "call finished" in text)
     [line] = [line for line in gateway_stdout.lines() if line.get("message") == judge_log]
     assert line["level"] == "WARNING"
-    assert line["name"] == "gateway_policies.tool_call_judge"
+    assert line["name"] == "gateway_policies.judge"
+    assert line["on_error"] == "block"
     assert line["tool"] == recorder.text(tool)
     assert line["call_id"]
     assert '"path"' not in out

@@ -336,13 +336,20 @@ def test_the_judge_refuses_server_tools_unless_allowed_and_judges_their_calls(
     allowing = {**options, "allowed_server_tools": ["web_search"]}
     url = make_gateway(policy_config=policy_chain(("tool_call_judge", allowing)))
     upstream.script(search_answer(streaming, "how to disable the audit log"))
-    fake_judge.script(Reply(body=message(json.dumps({"risk": 0.9, "reason": "evasion"}))))
+    given = {"decision": "block", "reason": "evasion", "risk": 0.9}
+    call = {"type": "tool_use", "id": "toolu_v", "name": "verdict", "input": given}
+    fake_judge.script(Reply(body=message("", content=[call])))
     reply = ask_beta(sdk(url), streaming, tools=[WEB_SEARCH])
     texts = [b.text for b in reply.content if b.type == "text"]
     assert "rated its risk 0.9" in texts[0]
     assert "withheld" in texts[1]
-    asked = json.loads(fake_judge.requests[0].json["messages"][0]["content"].split("\n", 1)[1])
-    assert asked == {"tool": "web_search", "input": {"query": "how to disable the audit log"}}
+    user = fake_judge.requests[0].json["messages"][0]["content"]
+    asked = json.loads(user.split("\n", 1)[1].rsplit("\n", 1)[0])["block"]
+    assert asked == {
+        "type": "tool_use",
+        "name": "web_search",
+        "input": {"query": "how to disable the audit log"},
+    }
 
 
 # ------------------------------------------------ the policy, without a gateway

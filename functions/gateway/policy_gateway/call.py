@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway_policies import PolicyAction, PolicyContext, recorder
+from gateway_policies.judge.record import JudgeCall
 from starlette.types import Scope, Send
 
 from .auth.authenticator import Credentials
@@ -109,6 +110,10 @@ class Call:
     def policy_actions(self) -> list[PolicyAction]:
         """What the policies did on this call, in the order they did it, every context's."""
         return [action for ctx in self.contexts for action in ctx.actions]
+
+    def judge_calls(self) -> list[JudgeCall]:
+        """Every judge call the policies made on this call, every context's."""
+        return [judged for ctx in self.contexts for judged in ctx.judge_calls]
 
     def seconds_left(self) -> float | None:
         return seconds_until(self.deadline)

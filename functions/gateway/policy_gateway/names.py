@@ -63,6 +63,11 @@ METRIC_INPUT_TOKENS = "InputTokens"
 METRIC_OUTPUT_TOKENS = "OutputTokens"
 # Issue 26: which policy's changes keep needing the retry ladder's repairs.
 METRIC_POLICY_REPAIRS = "PolicyRepairs"
+# Issue 41: every judge call a judging policy made (gateway_policies.judge), those that
+# gave no verdict, and how long each took (Milliseconds), by [service, policy].
+METRIC_JUDGE_CALLS = "JudgeCalls"
+METRIC_JUDGE_ERRORS = "JudgeErrors"
+METRIC_JUDGE_LATENCY = "JudgeLatency"
 DIMENSION_POLICY = "policy"
 DIMENSION_ACTION = "action"
 DIMENSION_MODE = "mode"
@@ -75,6 +80,9 @@ DIMENSIONED_METRICS = {
     METRIC_INPUT_TOKENS: (DIMENSION_MODEL,),
     METRIC_OUTPUT_TOKENS: (DIMENSION_MODEL,),
     METRIC_POLICY_REPAIRS: (DIMENSION_POLICY,),
+    METRIC_JUDGE_CALLS: (DIMENSION_POLICY,),
+    METRIC_JUDGE_ERRORS: (DIMENSION_POLICY,),
+    METRIC_JUDGE_LATENCY: (DIMENSION_POLICY,),
 }
 # A client can send any model string, and each distinct dimension value is a
 # metric CloudWatch bills: only models an upstream answered with are counted,

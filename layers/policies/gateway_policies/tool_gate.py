@@ -235,7 +235,7 @@ class ToolCallGate(Policy[OptionsT]):
         of = _withheld_call(payload.get("content_block"), state.withheld)
         if kind == "content_block_start" and of is not None:
             state.withholding = index
-            return _text_block(index, withheld_text(self.label, of), None)[:2]
+            return text_block_events(index, withheld_text(self.label, of), None)[:2]
         if state.withholding is not None and index == state.withholding:
             if kind == "content_block_delta":
                 return []
@@ -290,7 +290,7 @@ class ToolCallGate(Policy[OptionsT]):
             state.blocked += 1
         self._record_block(ctx, tool, upstream, found.details)
         text = blocked_text(self.label, tool, found.reason, upstream=upstream)
-        return _text_block(index, text, stop)
+        return text_block_events(index, text, stop)
 
     def _record_block(
         self, ctx: PolicyContext, tool: str, upstream: bool, details: Mapping[str, Any]
@@ -342,7 +342,7 @@ class ToolCallGate(Policy[OptionsT]):
         return []
 
 
-def _text_block(index: Any, text: str, stop: StreamEvent | None) -> list[StreamEvent]:
+def text_block_events(index: Any, text: str, stop: StreamEvent | None) -> list[StreamEvent]:
     """A complete text block at `index`: start, one delta, and `stop` (or a new one)."""
     return [
         StreamEvent.from_json(

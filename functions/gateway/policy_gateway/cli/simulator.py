@@ -4,7 +4,8 @@ It answers like the real API, JSON and SSE, with the API's error shapes: an
 unknown model is a 404 `not_found_error` and a malformed request a 400
 `invalid_request_error`, which is enough to watch a policy-caused error turn
 into a passthrough fallback. Its replies, a tool call among them, are
-simulated_reply.py's. It also answers the Models API (simulated_models.py) and
+simulated_reply.py's; a judging policy's call is answered by markers
+(simulated_judge.py). It also answers the Models API (simulated_models.py) and
 Message Batches (simulated_batches.py), so a client's batch runs locally too;
 any other route is a 404 that names the simulator (simulated_errors.py). It is
 only ever started when asked for (`policy-gateway serve --simulate-upstream`),
@@ -26,6 +27,7 @@ from starlette.routing import Route
 
 from .simulated_batches import Clock, SimulatedBatches
 from .simulated_errors import error, refusal, request_id
+from .simulated_judge import is_judge_call, judge_message
 from .simulated_models import get_model, list_models
 from .simulated_reply import input_tokens, reply_events, reply_message
 
@@ -52,7 +54,10 @@ async def messages(request: Request) -> Response:
     body = await _accepted(request, count_tokens=False)
     if isinstance(body, JSONResponse):
         return body
-    message = reply_message(body, body["model"])
+    if is_judge_call(body):
+        message = judge_message(body, body["model"])
+    else:
+        message = reply_message(body, body["model"])
     headers = {"request-id": request_id()}
     if body.get("stream") is True:
         return StreamingResponse(_stream(message), media_type="text/event-stream", headers=headers)

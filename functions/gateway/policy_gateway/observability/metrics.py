@@ -5,7 +5,8 @@ template's alarms name. There is no Lambda handler under the Web Adapter, so
 the gateway flushes after every call (for a stream, in its `finally`).
 
 A few are counted by more than the service (`count_by`): PolicyActions by
-policy and action, tokens by model, PolicyRepairs by policy. Powertools keeps one dimension set per
+policy and action, tokens by model, PolicyRepairs and the Judge* metrics by policy
+(JudgeLatency with `milliseconds_by`). Powertools keeps one dimension set per
 document, so each distinct set of values becomes an EMF document of its own
 at the flush; a call that counted none writes nothing more.
 """
@@ -24,6 +25,8 @@ _metrics = Metrics(namespace=settings.metrics_namespace(), service=settings.serv
 Dimensions = tuple[tuple[str, str], ...]
 # Counts by their extra dimensions, until the flush: {dimensions: {metric: total}}.
 _by_dimensions: dict[Dimensions, dict[str, float]] = {}
+# Timings by their extra dimensions, until the flush: {dimensions: {metric: [ms, ...]}}.
+_timed_by_dimensions: dict[Dimensions, dict[str, list[float]]] = {}
 _models: set[str] = set()
 
 
@@ -50,6 +53,14 @@ def count_by(name: str, dimensions: Mapping[str, str], value: float = 1) -> None
     metrics[name] = metrics.get(name, 0) + value
 
 
+def milliseconds_by(name: str, dimensions: Mapping[str, str], value: float) -> None:
+    """One timing of `name` (Milliseconds) under [service, *dimensions]; each is kept, so
+    CloudWatch's percentiles see every one."""
+    _timed_by_dimensions.setdefault(tuple(dimensions.items()), {}).setdefault(name, []).append(
+        value
+    )
+
+
 def model_dimension(model: str) -> str:
     """`model` as a dimension value: itself while fewer than MAX_MODEL_DIMENSIONS distinct
     models were counted in this process, else `other`."""
@@ -64,15 +75,19 @@ def model_dimension(model: str) -> str:
 def flush() -> None:
     if _metrics.metric_set:
         _metrics.flush_metrics()
-    while _by_dimensions:
-        dimensions, counted = _by_dimensions.popitem()
+    for dimensions in {*_by_dimensions, *_timed_by_dimensions}:
+        counted = _by_dimensions.pop(dimensions, {})
+        timed = _timed_by_dimensions.pop(dimensions, {})
         service = settings.service_name()
         document = EphemeralMetrics(namespace=settings.metrics_namespace(), service=service)
         document.add_dimension(name=names.METRICS_SERVICE_DIMENSION, value=service)
-        for key, value in dimensions:
-            document.add_dimension(name=key, value=value)
+        for key, dimension in dimensions:
+            document.add_dimension(name=key, value=dimension)
         for name, total in counted.items():
             document.add_metric(name=name, unit=MetricUnit.Count, value=total)
+        for name, values in timed.items():
+            for value in values:
+                document.add_metric(name=name, unit=MetricUnit.Milliseconds, value=value)
         document.flush_metrics()
 
 
@@ -80,3 +95,4 @@ def discard() -> None:
     """Drop what is buffered unflushed: after a restore it belongs to the snapshot's process."""
     _metrics.clear_metrics()
     _by_dimensions.clear()
+    _timed_by_dimensions.clear()

@@ -18,6 +18,7 @@ from ..auth.authenticator import Authenticator
 from ..auth.upstream_key import UpstreamKey
 from ..call import Call
 from ..fallback.send import Fallback
+from ..observability import tracing
 from ..policy_source import PolicySource
 from ..upstream.client import Tries, UpstreamClient, UpstreamResponse
 from ..upstream.errors import UpstreamStatusError
@@ -51,6 +52,13 @@ class Gateway:
             upstream_api_key=None if key is None else key.get,
             caller=call.caller,
             caller_groups=call.caller_groups,
+            deadline=call.deadline,
+            upstream_base_url=(
+                self.config.upstream_base_url
+                if self.config.upstream_provider == settings.PROVIDER_ANTHROPIC
+                else None
+            ),
+            start_span=tracing.start_span,
         )
         if kept:
             call.contexts.append(ctx)

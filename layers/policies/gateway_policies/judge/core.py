@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import recorder
@@ -82,18 +82,27 @@ class _AnswerState:
 class Judge:
     """Asks a model about blocks for one policy instance (build it in the policy's `setup`).
 
-    `rules` go in the system prompt; `risk` adds tool_call_judge's risk field to
-    the verdict tool.
+    `rules` go in the system prompt; `threshold` adds tool_call_judge's `risk`
+    field to the verdict tool, and a verdict rating the risk at or above it
+    blocks whatever its decision said (the stricter of the two).
     """
 
     def __init__(
-        self, policy: Policy[Any], options: JudgeOptions, rules: str, *, risk: bool = False
+        self,
+        policy: Policy[Any],
+        options: JudgeOptions,
+        rules: str,
+        *,
+        threshold: float | None = None,
     ) -> None:
         self.policy = policy
         self.options = options
         self.rules = rules
-        self.risk = risk
+        self.risk = threshold is not None
+        self.threshold = threshold
         self.memo = VerdictMemo(options.memo_bytes)
+        self.notes_key = object()
+        """What a judging policy keys the notes it owes per call by (judge.gate)."""
         self._provider: JudgeProvider | None = None
 
     @property
@@ -174,7 +183,7 @@ class Judge:
             except TimeoutError:
                 raise JudgeError(TIMEOUT, f"no answer within {timeout:.3g} s") from None
             tokens = usage_of(answer)
-            verdict = read_verdict(answer, judged.decisions, risk=self.risk)
+            verdict = self._thresholded(read_verdict(answer, judged.decisions, risk=self.risk))
         except JudgeError as exc:
             error = exc
         except Exception as exc:
@@ -214,6 +223,12 @@ class Judge:
             )
             return self._failed(error, latency_ms)
         return Outcome(verdict, latency_ms=latency_ms)
+
+    def _thresholded(self, verdict: Verdict) -> Verdict:
+        risk = verdict.risk
+        if self.threshold is None or risk is None or risk < self.threshold:
+            return verdict
+        return replace(verdict, decision=BLOCK)
 
     def _recorded(self, outcome: Outcome, judged: Judged, ctx: PolicyContext) -> Outcome:
         entry: dict[str, Any] = {"kind": judged.kind}

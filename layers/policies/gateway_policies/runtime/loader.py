@@ -35,6 +35,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "block_tool_calls": "gateway_policies.builtin.block_tool_calls:BlockToolCalls",
     "flow_guard": "gateway_policies.builtin.flow_guard:FlowGuard",
     "tool_call_judge": "gateway_policies.builtin.tool_call_judge:ToolCallJudge",
+    "rules_judge": "gateway_policies.builtin.rules_judge:RulesJudge",
 }
 
 
