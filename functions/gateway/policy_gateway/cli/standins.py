@@ -63,6 +63,13 @@ def _serve_in_thread(app: Any, name: str) -> str:
     return f"http://{LOOPBACK}:{port}"
 
 
+def serve_simulator() -> str:
+    """A Messages API simulator (judge calls included) on a free loopback port: its URL."""
+    from .simulator import create_simulator
+
+    return _serve_in_thread(create_simulator(), "upstream simulator")
+
+
 def start_simulated_upstream(config: settings.Settings) -> str | None:
     """The simulator's URL, now serving; None when an upstream endpoint is configured."""
     if config.bedrock:
@@ -79,9 +86,7 @@ def start_simulated_upstream(config: settings.Settings) -> str | None:
     if os.environ.get(settings.ENV_UPSTREAM_BASE_URL):
         say(f"{settings.ENV_UPSTREAM_BASE_URL} is set; not starting the upstream simulator")
         return None
-    from .simulator import create_simulator
-
-    url = _serve_in_thread(create_simulator(), "upstream simulator")
+    url = serve_simulator()
     os.environ[settings.ENV_UPSTREAM_BASE_URL] = url
     say(f"upstream simulator: {url}")
     return url

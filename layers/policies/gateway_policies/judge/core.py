@@ -243,6 +243,10 @@ class Judge:
         if outcome.error is not None:
             entry["error"] = outcome.error.kind
             entry["on_error"] = outcome.on_error
+        if judged.evidence:
+            # A block judged with evidence is one a policy escalated (flow_guard's tainted
+            # sink calls): the record says so.
+            entry["escalated"] = True
         entry["latency_ms"] = outcome.latency_ms
         entry["cached"] = outcome.cached
         ctx.record(self.policy, JUDGE, **entry)

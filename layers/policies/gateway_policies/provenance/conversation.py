@@ -126,16 +126,24 @@ class Conversation:
         """The latest result with a part the gateway could not read."""
         return next((r for r in reversed(self.results) if r.unreadable), None)
 
-    def tainted(self, normals: Sequence[str]) -> tuple[int, str] | None:
-        """The first of `normals` that occurs in an untrusted result and in no trusted
-        text: its index and the id of the first result holding it; else None. Linear in
-        the texts and the candidates (provenance.lookup)."""
+    def taints(self, normals: Sequence[str]) -> list[tuple[int, Result]]:
+        """Each of `normals` that occurs in an untrusted result and in no trusted text, in
+        order: its index and the first result holding it. Linear in the texts and the
+        candidates (provenance.lookup)."""
         texts = [result.text for result in self.results]
         lookup = finder(normals, sum(map(len, texts)) + len(self.trusted))
         untrusted = lookup.holders(texts, range(len(normals)))
         named = lookup.holders([self.trusted], sorted(untrusted)) if untrusted else {}
-        first = min((index for index in untrusted if index not in named), default=None)
-        return None if first is None else (first, self.results[untrusted[first]].id)
+        return [
+            (index, self.results[untrusted[index]])
+            for index in sorted(untrusted)
+            if index not in named
+        ]
+
+    def tainted(self, normals: Sequence[str]) -> tuple[int, str] | None:
+        """The first of `normals` that `taints` finds: its index and its result's id."""
+        found = self.taints(normals)
+        return (found[0][0], found[0][1].id) if found else None
 
     def source(self, normal: str) -> str | None:
         """The id of the untrusted result `normal` occurs in, when it occurs in no trusted
