@@ -205,7 +205,12 @@ async def evaluate(
         for case in cases
         if case.targets(judging.name, judging.options)
     ]
-    await asyncio.gather(*work)
+    try:
+        await asyncio.gather(*work)
+    finally:
+        for judging in policies:
+            for judge in judging.judges:
+                await judge.aclose()
 
 
 def percentile(values: Sequence[float], p: int) -> float:
@@ -310,9 +315,8 @@ def run(args: argparse.Namespace) -> int:
         where = f"the judges' own endpoints ({base_url or 'the Anthropic API'} by default)"
     # Each judge error is counted in the report; its WARNING line would only repeat it.
     logging.getLogger("gateway_policies.judge").setLevel(logging.ERROR)
-    if not args.json:
-        say(f"judge eval: {len(cases)} cases from {args.cases}, chain {args.chain}")
-        say(f"judging with {where}")
+    say(f"judge eval: {len(cases)} cases from {args.cases}, chain {args.chain}")
+    say(f"judging with {where}")
     asyncio.run(evaluate(policies, cases, base_url, args.concurrency))
     if args.json:
         print(json.dumps([summary(judging) for judging in policies], indent=2))

@@ -47,6 +47,11 @@ class AnthropicProvider(JudgeProvider):
             self._client_loop = loop
         return self._client
 
+    async def aclose(self) -> None:
+        if self._client is not None and self._client_loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = None
+
     async def _key(self, ctx: PolicyContext) -> str | None:
         key = os.environ.get(self.options.api_key_env)
         if key or ctx.upstream_api_key is None:

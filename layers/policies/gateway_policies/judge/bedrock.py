@@ -86,7 +86,6 @@ class BedrockProvider(JudgeProvider):
         return self._client
 
     async def aclose(self) -> None:
-        """Close the connections of the loop running now (a harness that ends its loop)."""
         if self._client is not None and self._client_loop is asyncio.get_running_loop():
             await self._client.aclose()
         self._client = None

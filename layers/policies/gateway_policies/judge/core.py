@@ -112,6 +112,11 @@ class Judge:
             self._provider = provider_for(self.options)
         return self._provider
 
+    async def aclose(self) -> None:
+        """Close the provider's connections, if it was ever built (JudgeProvider.aclose)."""
+        if self._provider is not None:
+            await self._provider.aclose()
+
     def _state(self, ctx: PolicyContext) -> _AnswerState:
         state = ctx.state(self, _AnswerState)
         if state.semaphore is None:
