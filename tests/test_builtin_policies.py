@@ -66,6 +66,14 @@ THINKING = {
         ("block_tool_calls", {"rules": [{"tool": "x", "name": "y"}]}, "name"),
         ("tool_call_judge", {"threshold": 2}, "threshold"),
         ("tool_call_judge", {"timeout": 0}, "timeout"),
+        ("rules_judge", {}, "needs `rules`, a `preset`, or both"),
+        ("rules_judge", {"preset": "package_manager"}, "needs `use`"),
+        ("rules_judge", {"preset": "nope"}, "preset"),
+        ("rules_judge", {"rules": "x", "use": "uv"}, "package_manager preset only"),
+        ("rules_judge", {"rules": "x", "provider": "openai"}, "unknown judge provider"),
+        ("rules_judge", {"rules": "x", "when": {"text": "("}}, "not a valid regular expression"),
+        ("rules_judge", {"rules": "x", "max_concurrent": 0}, "max_concurrent"),
+        ("rules_judge", {"rules": "x", "on_error": "maybe"}, "on_error"),
     ],
 )
 def test_bad_options_are_a_clear_config_error(
@@ -86,6 +94,7 @@ def test_every_builtin_loads_and_declares_bypassability() -> None:
         "strip_tools": {"names": ["bash"]},
         "block_tool_calls": {"rules": [{"tool": "bash"}]},
         "flow_guard": {"sinks": [{"tool": "bash"}]},
+        "rules_judge": {"preset": "dangerous_commands"},
     }
     chain = load_chain(
         {"policies": [{"policy": n, "options": options.get(n, {})} for n in BUILTIN_POLICIES]}

@@ -10,9 +10,12 @@ the rule) or replaced by the judge's text.
 
 In a stream a tool call is held until judged, as every tool gate holds it.
 Text follows `text_mode`: `hold` (each text block is held until its verdict;
-its judge starts when the block ends) or `stream` (text passes as it
-arrives; a block judged afterwards to break a rule is followed, at the end of
-the answer, by a note block, and the record says `after_sent: true`).
+its judge starts when the block ends, while the upstream streams on) or
+`stream` (text passes as it arrives; a block judged afterwards to break a
+rule is followed, at the end of the answer, by a note block, and the record
+says `after_sent: true`). Judging is pipelined (judge.gate): the judges of
+one answer run at once, bounded by `max_concurrent`, and the client gets the
+blocks in their order.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pydantic import Field, model_validator
 from ..actions import BLOCK, REWRITE
 from ..base import JSONObject, PolicyContext, StreamEvent
 from ..judge.core import Judge, Outcome
-from ..judge.gate import JudgingGate, unjudged_note
+from ..judge.gate import JudgingGate, Owed, unjudged_note
 from ..judge.options import JudgeOptions
 from ..judge.presets import PRESET_NAMES, preset
 from ..judge.prompt import TEXT, TOOL_USE, Judged
@@ -114,6 +117,8 @@ class RulesJudge(JudgingGate[RulesJudgeOptions]):
         self._text_filter = None if when is None or when.text is None else re.compile(when.text)
         self._tools = TOOL_USE in options.judge
         self._texts = TEXT in options.judge
+        # The tool gate keeps its call state under the policy itself; text has its own.
+        self._text_key = object()
 
     def allowed_mcp_servers(self) -> Collection[str]:
         return self.options.allowed_mcp_servers
@@ -184,7 +189,7 @@ class RulesJudge(JudgingGate[RulesJudgeOptions]):
     async def on_stream_event(self, event: StreamEvent, ctx: PolicyContext) -> list[StreamEvent]:
         if not self._texts:
             return await super().on_stream_event(event, ctx)
-        state = ctx.state(self.judge.notes_key, TextState)
+        state = ctx.state(self._text_key, TextState)
         payload = event.payload
         kind = event.type
         if payload is not None and kind == "content_block_start":
@@ -192,8 +197,7 @@ class RulesJudge(JudgingGate[RulesJudgeOptions]):
             if isinstance(block, dict) and block.get("type") == TEXT:
                 state.index, state.text = payload.get("index"), [str(block.get("text", ""))]
                 if self.options.text_mode == "hold":
-                    state.held = [event]
-                    await super().on_stream_event(event, ctx)
+                    state.held = [self.seen(event, ctx)]
                     return []
         elif (
             payload is not None and state.index is not None and payload.get("index") == state.index
@@ -206,29 +210,40 @@ class RulesJudge(JudgingGate[RulesJudgeOptions]):
                     state.held.append(event)
                     return []
             elif kind == "content_block_stop":
-                return await self._text_ended(event, state, ctx)
+                return await self.owe(ctx, self._text_ended(event, state, ctx))
         return await super().on_stream_event(event, ctx)
 
-    async def _text_ended(
-        self, stop: StreamEvent, state: TextState, ctx: PolicyContext
-    ) -> list[StreamEvent]:
+    def _text_ended(self, stop: StreamEvent, state: TextState, ctx: PolicyContext) -> Owed:
+        """What a text block's end owes the client: its events now (not judged, or already
+        sent and judged on the side), or the judging of a held block."""
         index, text, held = state.index, "".join(state.text), state.held
         state.index, state.text, state.held = None, [], []
         if not self._judges_text(text):
             return [*held, stop]
         number = index if type(index) is int else -1
+        judging = asyncio.create_task(self._judge_text(text, ctx))
         if not held:
-            # Streamed already: judged while the upstream streams on, settled at the end.
-            task = asyncio.create_task(self._judge_text(text, ctx))
-            state.pending.append((number, task))
+            # Sent already: judged while the upstream streams on, settled at the end.
+            state.pending.append((number, judging))
             return [stop]
-        replacement = self._settled_text(number, await self._judge_text(text, ctx), ctx)
+        return asyncio.create_task(self._settled_events(judging, index, held, stop, ctx))
+
+    async def _settled_events(
+        self,
+        judging: asyncio.Task[Outcome],
+        index: Any,
+        held: list[StreamEvent],
+        stop: StreamEvent,
+        ctx: PolicyContext,
+    ) -> list[StreamEvent]:
+        number = index if type(index) is int else -1
+        replacement = self._settled_text(number, await judging, ctx)
         if replacement is None:
             return [*held, stop]
         return text_block_events(index, replacement, stop)
 
     async def before_message_delta(self, ctx: PolicyContext) -> list[StreamEvent]:
-        state = ctx.state(self.judge.notes_key, TextState)
+        state = ctx.state(self._text_key, TextState)
         pending, state.pending = state.pending, []
         for number, task in pending:
             self._settled_text(number, await task, ctx, after_sent=True)
