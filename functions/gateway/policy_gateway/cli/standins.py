@@ -20,6 +20,7 @@ import os
 import shlex
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .. import settings
@@ -63,11 +64,13 @@ def _serve_in_thread(app: Any, name: str) -> str:
     return f"http://{LOOPBACK}:{port}"
 
 
-def serve_simulator() -> str:
-    """A Messages API simulator (judge calls included) on a free loopback port: its URL."""
+def serve_simulator(wrap: Callable[[Any], Any] | None = None) -> str:
+    """A Messages API simulator (judge calls included) on a free loopback port: its URL.
+    `wrap` puts an ASGI app around it (the bench records what the judge was asked)."""
     from .simulator import create_simulator
 
-    return _serve_in_thread(create_simulator(), "upstream simulator")
+    app = create_simulator()
+    return _serve_in_thread(app if wrap is None else wrap(app), "upstream simulator")
 
 
 def start_simulated_upstream(config: settings.Settings) -> str | None:
