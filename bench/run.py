@@ -26,6 +26,7 @@ from . import (
     detect,
     fallback,
     flow,
+    judge,
     judge_wiring,
     latency,
     memory,
@@ -53,8 +54,9 @@ FIGURES: tuple[tuple[str, Group], ...] = (
     ("repair", repair.repair),  # (11) issue 26, in-process
     ("flow", flow.flow),  # (15) issue 33, in-process
     ("propagation", propagation.propagation),  # (16) issue 34
-    ("detect", detect.detect),  # (12), (13), (14) issue 32, agent traffic
+    ("judge", judge.judge),  # (17), (18) issue 41, in-process
     ("judge-eval", judge_wiring.wiring),  # (19) issue 41, in-process against the simulator
+    ("detect", detect.detect),  # (12), (13), (14) issue 32, agent traffic
 )
 
 

@@ -198,7 +198,7 @@ class RulesJudge(JudgingGate[RulesJudgeOptions]):
                 state.index, state.text = payload.get("index"), [str(block.get("text", ""))]
                 if self.options.text_mode == "hold":
                     state.held = [self.seen(event, ctx)]
-                    return []
+                    return await self.owe(ctx, [])
         elif (
             payload is not None and state.index is not None and payload.get("index") == state.index
         ):
@@ -208,7 +208,8 @@ class RulesJudge(JudgingGate[RulesJudgeOptions]):
                     state.text.append(str(delta.get("text", "")))
                 if state.held:
                     state.held.append(event)
-                    return []
+                    # Held, but every event releases what the client is owed already.
+                    return await self.owe(ctx, [])
             elif kind == "content_block_stop":
                 return await self.owe(ctx, self._text_ended(event, state, ctx))
         return await super().on_stream_event(event, ctx)

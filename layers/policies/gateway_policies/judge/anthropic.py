@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 from collections.abc import Mapping
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -30,19 +32,28 @@ API_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 
 
+@cache
+def _tls() -> ssl.SSLContext:
+    return httpx2.create_ssl_context()
+
+
 class AnthropicProvider(JudgeProvider):
     name = "anthropic"
 
     _client: httpx2.AsyncClient | None = None
     _client_loop: asyncio.AbstractEventLoop | None = None
 
-    def _http(self) -> httpx2.AsyncClient:
+    async def _http(self) -> httpx2.AsyncClient:
         # A client's connection pool belongs to the event loop it first ran on; one
         # gateway process has one loop, but a test harness may have several.
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
+            # Loading the trust store takes tens to hundreds of milliseconds: off the
+            # loop, once per process, so the first judge call stalls no other call.
+            tls = await asyncio.to_thread(_tls)
             self._client = httpx2.AsyncClient(
-                limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16)
+                limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16),
+                verify=tls,
             )
             self._client_loop = loop
         return self._client
@@ -70,7 +81,7 @@ class AnthropicProvider(JudgeProvider):
         if key:
             headers["x-api-key"] = key
         try:
-            response = await self._http().post(
+            response = await (await self._http()).post(
                 self._url(ctx),
                 json=request.messages_body(),
                 headers=headers,
