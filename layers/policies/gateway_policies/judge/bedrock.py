@@ -20,7 +20,6 @@ calls at a stand-in. botocore is imported with the first Bedrock judge call
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -29,8 +28,8 @@ from urllib.parse import quote
 
 import httpx2
 
-from .errors import STATUS, TIMEOUT, TRANSPORT, UNAVAILABLE, JudgeError
-from .provider import JudgeProvider
+from .errors import STATUS, UNAVAILABLE, JudgeError
+from .http import HttpProvider, json_body
 
 if TYPE_CHECKING:
     from botocore.credentials import Credentials
@@ -67,28 +66,17 @@ def invoke_body(request: JudgeRequest) -> dict[str, Any]:
     return body
 
 
-class BedrockProvider(JudgeProvider):
+class BedrockProvider(HttpProvider):
     name = "bedrock"
 
-    _client: httpx2.AsyncClient | None = None
-    _client_loop: asyncio.AbstractEventLoop | None = None
     _credentials: Credentials | None = None
     _region: str | None = None
 
-    def _http(self) -> httpx2.AsyncClient:
-        # A client's pool belongs to the event loop it first ran on (see anthropic.py).
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = httpx2.AsyncClient(
-                limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16)
-            )
-            self._client_loop = loop
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._client is not None and self._client_loop is asyncio.get_running_loop():
-            await self._client.aclose()
-        self._client = None
+    def status_error(self, response: httpx2.Response) -> JudgeError:
+        # Bedrock names its exception in a header; its message can repeat the body.
+        kind = response.headers.get("x-amzn-errortype", "").split(":")[0] or "an error"
+        status = response.status_code
+        return JudgeError(STATUS, f"Bedrock answered {status} ({kind[:64]})", status=status)
 
     def _aws(self) -> tuple[Credentials, str]:
         """The role's credentials and the region, read once (botocore refreshes the former)."""
@@ -144,28 +132,6 @@ class BedrockProvider(JudgeProvider):
             raise JudgeError(
                 UNAVAILABLE, "model is not a Bedrock model or inference-profile ID, or an ARN"
             )
-        body = json.dumps(invoke_body(request), ensure_ascii=False).encode()
+        body = json_body(invoke_body(request))
         url, headers = await self._signed(body)
-        try:
-            response = await self._http().post(
-                url, content=body, headers=headers, timeout=httpx2.Timeout(seconds)
-            )
-        except httpx2.TimeoutException:
-            raise JudgeError(TIMEOUT, "Bedrock did not answer in time") from None
-        except httpx2.HTTPError as exc:
-            raise JudgeError(TRANSPORT, type(exc).__name__) from None
-        if response.status_code >= 400:
-            # Bedrock names its exception in a header; its message can repeat the body.
-            kind = response.headers.get("x-amzn-errortype", "").split(":")[0] or "an error"
-            raise JudgeError(
-                STATUS,
-                f"Bedrock answered {response.status_code} ({kind[:64]})",
-                status=response.status_code,
-            )
-        try:
-            answer = response.json()
-        except ValueError:
-            raise JudgeError(TRANSPORT, "Bedrock's answer is not JSON") from None
-        if not isinstance(answer, dict):
-            raise JudgeError(TRANSPORT, "Bedrock's answer is not a JSON object")
-        return answer
+        return await self.post(url, body, headers, seconds)
