@@ -45,11 +45,14 @@ class HttpProvider(JudgeProvider):
             # Loading the trust store takes tens to hundreds of milliseconds: off the
             # loop, once per process, so the first judge call stalls no other call.
             tls = await asyncio.to_thread(_tls)
-            self._client = httpx2.AsyncClient(
-                limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16),
-                verify=tls,
-            )
-            self._client_loop = loop
+            # Checked again after the await: the answer's other first calls may have built
+            # one meanwhile, and a second client would leak its connections.
+            if self._client is None or self._client_loop is not loop:
+                self._client = httpx2.AsyncClient(
+                    limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16),
+                    verify=tls,
+                )
+                self._client_loop = loop
         return self._client
 
     async def aclose(self) -> None:
