@@ -21,7 +21,6 @@ handled.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +30,10 @@ from typing import Any
 import uvicorn
 from gateway_policies import PolicyContext, StreamEvent, load_chain
 from gateway_policies.testing import stream, text_block, tool_use_block
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from .harness import free_port
 from .report import Figure
@@ -50,32 +53,28 @@ class _Judge:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        while (await receive()).get("more_body"):
-            pass
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+
+    async def _messages(self, request: Request) -> Response:
+        await request.body()
         self.calls += 1
         await asyncio.sleep(JUDGE_LATENCY_S)
         verdict = {"decision": "allow", "reason": "fine"}
-        body = {
-            "type": "message",
-            "role": "assistant",
-            "content": [{"type": "tool_use", "id": "t", "name": "verdict", "input": verdict}],
-            "usage": {"input_tokens": 50, "output_tokens": 10},
-        }
-        start = {"type": "http.response.start", "status": 200, "headers": []}
-        await send(start)
-        await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+        return JSONResponse(
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "verdict", "input": verdict}],
+                "usage": {"input_tokens": 50, "output_tokens": 10},
+            }
+        )
 
 
 @contextmanager
 def _judge_service() -> Iterator[tuple[_Judge, str]]:
     judge, port = _Judge(), free_port()
-    config = uvicorn.Config(judge, host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(judge.app(), host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -205,12 +205,16 @@ def test_the_judged_block_sits_inside_the_nonce_delimiter_byte_for_byte(
     assert sent.data["block"]["input"]["command"] == hostile
 
 
+@both
 def test_task_context_sends_the_users_words_and_no_tool_result(
-    make_gateway: GatewayFactory, upstream: FakeUpstream, judge: tuple[ScriptedJudge, str]
+    make_gateway: GatewayFactory,
+    upstream: FakeUpstream,
+    judge: tuple[ScriptedJudge, str],
+    streaming: bool,
 ) -> None:
     scripted, url = judge
     gateway = make_gateway(policy_config=chain(url, rules="Stay on task.", context="task"))
-    upstream.script(tool_reply(False, ("Bash", {"command": "ls"})))
+    upstream.script(tool_reply(streaming, ("Bash", {"command": "ls"})))
     messages = [
         {"role": "user", "content": "list the build folder"},
         {
@@ -225,7 +229,7 @@ def test_task_context_sends_the_users_words_and_no_tool_result(
             ],
         },
     ]
-    ask(sdk(gateway), False, tools=BASH, messages=messages)
+    ask(sdk(gateway), streaming, tools=BASH, messages=messages)
     (sent,) = scripted.requests
     assert sent.data["task"] == ["then show it", "list the build folder"]
     assert "UNTRUSTED RESULT" not in sent.body.decode()
@@ -473,3 +477,31 @@ def test_the_local_simulator_answers_judge_calls_by_markers_at_the_default_base_
         (unjudged,) = said("[judge:text] hello")
         assert "fail-secure" in unjudged.text
     gateway_stdout.call_lines(4)
+
+
+def test_when_pre_filters_send_only_matching_blocks_to_the_judge(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, judge: tuple[ScriptedJudge, str]
+) -> None:
+    scripted, url = judge
+    when = {"tool_calls": [{"tool": "^Bash$", "input": "rm "}], "text": "(?i)password"}
+    options: dict[str, Any] = {"rules": "x", "judge": ["tool_use", "text"], "when": when}
+    gateway = make_gateway(policy_config=chain(url, **options))
+    calls = [("Bash", {"command": "ls"}), ("Bash", {"command": "rm a"}), ("read", {"p": "rm "})]
+    upstream.script(tool_reply(False, *calls, text="the Password is below"))
+    ask(sdk(gateway), False, tools=BASH)
+    blocks = sorted(json.dumps(request.data["block"]) for request in scripted.requests)
+    assert blocks == [
+        json.dumps({"type": "text", "text": "the Password is below"}),
+        json.dumps({"type": "tool_use", "name": "Bash", "input": {"command": "rm a"}}),
+    ]
+
+
+def test_the_package_manager_preset_names_the_operators_tool(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, judge: tuple[ScriptedJudge, str]
+) -> None:
+    scripted, url = judge
+    gateway = make_gateway(policy_config=chain(url, preset="package_manager", use="uv"))
+    upstream.script(tool_reply(False, ("Bash", {"command": "pip install requests"})))
+    ask(sdk(gateway), False, tools=BASH)
+    (sent,) = scripted.requests
+    assert "This project manages its packages with uv." in sent.json["system"]

@@ -15,6 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
 from .servers import ThreadedServer
 
 Answer = tuple[int, Any]
@@ -96,20 +101,12 @@ class ScriptedJudge:
     in_flight: int = 0
     max_in_flight: int = 0
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
-        self.requests.append(JudgeRequest(body, headers))
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+
+    async def _messages(self, request: Request) -> Response:
+        body = await request.body()
+        self.requests.append(JudgeRequest(body, dict(request.headers)))
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -118,19 +115,11 @@ class ScriptedJudge:
             status, payload = self.answer(json.loads(body))
         finally:
             self.in_flight -= 1
-        raw = json.dumps(payload).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": raw})
+        return JSONResponse(payload, status_code=status)
 
 
 def serve_judge() -> Iterator[tuple[ScriptedJudge, str]]:
     judge = ScriptedJudge()
-    server = ThreadedServer(judge).start()
+    server = ThreadedServer(judge.app()).start()
     yield judge, server.url
     server.stop()

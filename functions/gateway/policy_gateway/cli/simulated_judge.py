@@ -21,10 +21,11 @@ import re
 import uuid
 from typing import Any
 
-from .simulated_reply import input_tokens
+from .simulated_reply import simulated_message
 
 VERDICT_TOOL = "verdict"
 REPLACEMENT = "(simulated) The judge replaced this text."
+JUDGE_OUTPUT_TOKENS = 24
 _MARKER = re.compile(r"\[judge:(block|replace|text)\]")
 
 
@@ -79,13 +80,5 @@ def judge_message(body: dict[str, Any], model: str) -> dict[str, Any]:
                 "input": verdict,
             }
         ]
-    return {
-        "id": f"msg_sim_{uuid.uuid4().hex[:24]}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": content,
-        "stop_reason": "end_turn" if marker == "text" else "tool_use",
-        "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens(body), "output_tokens": 24},
-    }
+    stop_reason = "end_turn" if marker == "text" else "tool_use"
+    return simulated_message(body, model, content, stop_reason, JUDGE_OUTPUT_TOKENS)

@@ -137,6 +137,13 @@ def reply_message(body: dict[str, Any], model: str) -> dict[str, Any]:
     else:
         content = [call]
         output_tokens, stop_reason = max(1, len(json.dumps(call["input"])) // 4), "tool_use"
+    return simulated_message(body, model, content, stop_reason, output_tokens)
+
+
+def simulated_message(
+    body: Any, model: str, content: list[dict[str, Any]], stop_reason: str, output_tokens: int
+) -> dict[str, Any]:
+    """A Messages API message as the simulator answers `body` with it."""
     return {
         "id": f"msg_sim_{uuid.uuid4().hex[:24]}",
         "type": "message",
