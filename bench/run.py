@@ -27,6 +27,7 @@ from . import (
     fallback,
     flow,
     judge,
+    judge_wiring,
     latency,
     limits,
     memory,
@@ -55,6 +56,7 @@ FIGURES: tuple[tuple[str, Group], ...] = (
     ("flow", flow.flow),  # (15) issue 33, in-process
     ("propagation", propagation.propagation),  # (16) issue 34
     ("judge", judge.judge),  # (17), (18) issue 41, in-process
+    ("judge-eval", judge_wiring.wiring),  # (19) issue 41, in-process against the simulator
     ("detect", detect.detect),  # (12), (13), (14) issue 32, agent traffic
     ("limits", limits.limits),  # (20), (21) issue 42
 )

@@ -728,8 +728,9 @@ def test_bedrock_mode_grants_claude_inference_and_needs_no_anthropic_key() -> No
         for s in p["Statement"]
         if "Fn::If" in s
     }
-    # The other conditional statement is the KMS key's (test_the_kms_key_encrypts_...).
-    assert set(conditional) == {"UsesBedrock", "HasKmsKey"}
+    # The other conditional statements are the KMS key's (test_the_kms_key_encrypts_...)
+    # (and the judge's grant, test_a_bedrock_judge_may_invoke_its_model_and_only_that).
+    assert set(conditional) == {"UsesBedrock", "JudgesOnBedrock", "HasKmsKey"}
     statement, otherwise = conditional["UsesBedrock"]
     assert otherwise == {"Ref": "AWS::NoValue"}
     assert TEMPLATE_JSON["Conditions"]["UsesBedrock"] == {
@@ -754,6 +755,57 @@ def test_bedrock_mode_grants_claude_inference_and_needs_no_anthropic_key() -> No
         "Fn::Equals": [{"Ref": "UpstreamProvider"}, settings.PROVIDER_BEDROCK]
     }
     assert settings.AUTH_PASSTHROUGH in json.dumps(rule["Assertions"])
+
+
+def _bedrock_grants(stack: Stack) -> list[Json]:
+    statements = [s for p in stack.resolve(_function()["Policies"]) for s in p["Statement"]]
+    return [s for s in statements if "bedrock" in json.dumps(s["Action"])]
+
+
+@pytest.mark.parametrize(
+    ("model", "foundation_model"),
+    [
+        (
+            "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+            "anthropic.claude-haiku-4-5-20251001-v1:0",
+        ),
+        ("anthropic.claude-3-5-haiku-20241022-v1:0", "anthropic.claude-3-5-haiku-20241022-v1:0"),
+    ],
+)
+def test_a_bedrock_judge_may_invoke_its_model_and_only_that(
+    model: str, foundation_model: str
+) -> None:
+    # No chain names a Bedrock judge: no grant at all (the default stack relays to Anthropic).
+    assert _bedrock_grants(Stack(TEMPLATE_JSON, "gw")) == []
+    stack = Stack(TEMPLATE_JSON, "gw", parameters={"JudgeBedrockModel": model})
+    (grant,) = _bedrock_grants(stack)
+    assert grant == {
+        "Sid": "InvokeTheJudgeOnBedrock",
+        "Effect": "Allow",
+        "Action": "bedrock:InvokeModel",
+        "Resource": [
+            f"arn:aws:bedrock:*::foundation-model/{foundation_model}",
+            f"arn:aws:bedrock:*:123456789012:inference-profile/{model}",
+        ],
+    }
+    # A Bedrock upstream keeps its own grant beside the judge's.
+    both = Stack(
+        TEMPLATE_JSON, "gw", parameters={"JudgeBedrockModel": model, "UpstreamProvider": "bedrock"}
+    )
+    assert [g["Sid"] for g in _bedrock_grants(both)] == [
+        "InvokeClaudeOnBedrock",
+        "InvokeTheJudgeOnBedrock",
+    ]
+
+
+def test_the_judge_model_parameter_takes_claude_model_ids_only() -> None:
+    pattern = re.compile(PARAMETERS["JudgeBedrockModel"]["AllowedPattern"])
+    assert _parameter_default("JudgeBedrockModel") == ""
+    for accepted in ("", "anthropic.claude-x-v1:0", "global.anthropic.claude-haiku-4-5-v1:0"):
+        assert pattern.fullmatch(accepted), accepted
+    # A wildcard or another vendor's model would widen the grant past the judge's model.
+    for refused in ("*", "anthropic.*", "meta.llama3-70b-instruct-v1:0", "us.anthropic.x/../y"):
+        assert not pattern.fullmatch(refused), refused
 
 
 def test_secrets_and_auth_mode() -> None:

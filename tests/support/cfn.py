@@ -153,6 +153,9 @@ class Stack:
             if key == "Fn::Join":
                 separator, items = argument
                 return separator.join(str(item) for item in self.resolve(items))
+            if key == "Fn::Split":
+                separator, text = argument
+                return str(self.resolve(text)).split(separator)
             if key == "Fn::Select":
                 index, items = argument
                 return self.resolve(items)[int(self.resolve(index))]

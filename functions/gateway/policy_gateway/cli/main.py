@@ -14,6 +14,7 @@
                         |rotate NAME [--grace D] [--expires WHEN]|revoke NAME
                         [--stack NAME] [--region R]
     policy-gateway callers id < KEY
+    policy-gateway judge eval --chain FILE --cases FILE.jsonl [--simulate] [--json]
     policy-gateway --version
 
 The operator commands honour the standard AWS SDK environment (region,
@@ -35,7 +36,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import settings
-from . import logs, usage
+from . import judge_eval, logs, usage
 from .commands import TOP, budget, doctor, flag, init, policy, say
 from .keys import add_key_commands
 from .operator_errors import explain
@@ -195,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_budget(commands)
     logs.register(commands)
     usage.register(commands, _targeted)
+    judge_eval.register(commands)
     add_key_commands(commands, _targeted)
     return parser
 

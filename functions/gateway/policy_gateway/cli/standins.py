@@ -20,6 +20,7 @@ import os
 import shlex
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .. import settings
@@ -63,6 +64,15 @@ def _serve_in_thread(app: Any, name: str) -> str:
     return f"http://{LOOPBACK}:{port}"
 
 
+def serve_simulator(wrap: Callable[[Any], Any] | None = None) -> str:
+    """A Messages API simulator (judge calls included) on a free loopback port: its URL.
+    `wrap` puts an ASGI app around it (the bench records what the judge was asked)."""
+    from .simulator import create_simulator
+
+    app = create_simulator()
+    return _serve_in_thread(app if wrap is None else wrap(app), "upstream simulator")
+
+
 def start_simulated_upstream(config: settings.Settings) -> str | None:
     """The simulator's URL, now serving; None when an upstream endpoint is configured."""
     if config.bedrock:
@@ -79,9 +89,7 @@ def start_simulated_upstream(config: settings.Settings) -> str | None:
     if os.environ.get(settings.ENV_UPSTREAM_BASE_URL):
         say(f"{settings.ENV_UPSTREAM_BASE_URL} is set; not starting the upstream simulator")
         return None
-    from .simulator import create_simulator
-
-    url = _serve_in_thread(create_simulator(), "upstream simulator")
+    url = serve_simulator()
     os.environ[settings.ENV_UPSTREAM_BASE_URL] = url
     say(f"upstream simulator: {url}")
     return url

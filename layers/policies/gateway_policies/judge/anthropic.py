@@ -12,17 +12,11 @@ means.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import ssl
 from collections.abc import Mapping
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import httpx2
-
-from .errors import STATUS, TIMEOUT, TRANSPORT, JudgeError
-from .provider import JudgeProvider
+from .http import HttpProvider, json_body
 
 if TYPE_CHECKING:
     from ..base import PolicyContext
@@ -32,31 +26,8 @@ API_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 
 
-@cache
-def _tls() -> ssl.SSLContext:
-    return httpx2.create_ssl_context()
-
-
-class AnthropicProvider(JudgeProvider):
+class AnthropicProvider(HttpProvider):
     name = "anthropic"
-
-    _client: httpx2.AsyncClient | None = None
-    _client_loop: asyncio.AbstractEventLoop | None = None
-
-    async def _http(self) -> httpx2.AsyncClient:
-        # A client's connection pool belongs to the event loop it first ran on; one
-        # gateway process has one loop, but a test harness may have several.
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            # Loading the trust store takes tens to hundreds of milliseconds: off the
-            # loop, once per process, so the first judge call stalls no other call.
-            tls = await asyncio.to_thread(_tls)
-            self._client = httpx2.AsyncClient(
-                limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16),
-                verify=tls,
-            )
-            self._client_loop = loop
-        return self._client
 
     async def _key(self, ctx: PolicyContext) -> str | None:
         key = os.environ.get(self.options.api_key_env)
@@ -75,25 +46,4 @@ class AnthropicProvider(JudgeProvider):
         key = await self._key(ctx)
         if key:
             headers["x-api-key"] = key
-        try:
-            response = await (await self._http()).post(
-                self._url(ctx),
-                json=request.messages_body(),
-                headers=headers,
-                timeout=httpx2.Timeout(seconds),
-            )
-        except httpx2.TimeoutException:
-            raise JudgeError(TIMEOUT, "the judge did not answer in time") from None
-        except httpx2.HTTPError as exc:
-            raise JudgeError(TRANSPORT, type(exc).__name__) from None
-        if response.status_code >= 400:
-            raise JudgeError(
-                STATUS, f"the judge answered {response.status_code}", status=response.status_code
-            )
-        try:
-            answer = response.json()
-        except ValueError:
-            raise JudgeError(TRANSPORT, "the judge's answer is not JSON") from None
-        if not isinstance(answer, dict):
-            raise JudgeError(TRANSPORT, "the judge's answer is not a JSON object")
-        return answer
+        return await self.post(self._url(ctx), json_body(request.messages_body()), headers, seconds)

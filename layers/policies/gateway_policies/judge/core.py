@@ -112,6 +112,11 @@ class Judge:
             self._provider = provider_for(self.options)
         return self._provider
 
+    async def aclose(self) -> None:
+        """Close the provider's connections, if it was ever built (JudgeProvider.aclose)."""
+        if self._provider is not None:
+            await self._provider.aclose()
+
     def _state(self, ctx: PolicyContext) -> _AnswerState:
         state = ctx.state(self, _AnswerState)
         if state.semaphore is None:
@@ -243,6 +248,10 @@ class Judge:
         if outcome.error is not None:
             entry["error"] = outcome.error.kind
             entry["on_error"] = outcome.on_error
+        if judged.evidence:
+            # A block judged with evidence is one a policy escalated (flow_guard's tainted
+            # sink calls): the record says so.
+            entry["escalated"] = True
         entry["latency_ms"] = outcome.latency_ms
         entry["cached"] = outcome.cached
         ctx.record(self.policy, JUDGE, **entry)

@@ -40,6 +40,10 @@ class JudgeProvider(ABC):
         """The Messages API answer to `request` as JSON (`content`, `usage`), within
         `seconds`; JudgeError for anything else. Its message never holds content."""
 
+    async def aclose(self) -> None:  # noqa: B027 (a provider holding none has none to close)
+        """Close the connections held for the running event loop: for a harness whose loop
+        ends (`judge eval`, tests); a serving gateway keeps them for its loop's life."""
+
 
 def provider_for(options: JudgeOptions) -> JudgeProvider:
     """The provider `options.provider` names, built for these options."""

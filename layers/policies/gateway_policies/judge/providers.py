@@ -6,4 +6,5 @@ subclass); it is imported only when a chain names it.
 
 PROVIDERS: dict[str, str] = {
     "anthropic": "gateway_policies.judge.anthropic:AnthropicProvider",
+    "bedrock": "gateway_policies.judge.bedrock:BedrockProvider",
 }

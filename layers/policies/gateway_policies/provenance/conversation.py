@@ -128,18 +128,26 @@ class Conversation:
         """The latest result with a part the gateway could not read."""
         return next((r for r in reversed(self.results) if r.unreadable), None)
 
-    def tainted(self, found: Sequence[Candidate]) -> tuple[int, str] | None:
-        """The first of `found` that occurs in an untrusted result and in no trusted text
-        (a host, URL or e-mail address at its boundaries: provenance.hosts): its index and
-        the id of the first result holding it; else None. Linear in the texts and the
-        candidates (provenance.lookup)."""
+    def taints(self, found: Sequence[Candidate]) -> list[tuple[int, Result]]:
+        """Each of `found` that occurs in an untrusted result and in no trusted text (a host,
+        URL or e-mail address at its boundaries: provenance.hosts), in order: its index and
+        the first result holding it. Linear in the texts and the candidates
+        (provenance.lookup)."""
         texts = [result.text for result in self.results]
         sought = [(c.text, BOUNDARIES.get(c.kind, Boundary.ANYWHERE)) for c in found]
         lookup = finder(sought, sum(map(len, texts)) + len(self.trusted))
         untrusted = lookup.holders(texts, range(len(sought)))
         named = lookup.holders([self.trusted], sorted(untrusted)) if untrusted else {}
-        first = min((index for index in untrusted if index not in named), default=None)
-        return None if first is None else (first, self.results[untrusted[first]].id)
+        return [
+            (index, self.results[untrusted[index]])
+            for index in sorted(untrusted)
+            if index not in named
+        ]
+
+    def tainted(self, found: Sequence[Candidate]) -> tuple[int, str] | None:
+        """The first of `found` that `taints` finds: its index and its result's id."""
+        taints = self.taints(found)
+        return (taints[0][0], taints[0][1].id) if taints else None
 
     def source(self, normal: str, kind: str = "value") -> str | None:
         """The id of the untrusted result `normal` (a candidate of `kind`) occurs in, when it
