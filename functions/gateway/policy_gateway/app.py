@@ -78,6 +78,8 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     from .fallback.send import Fallback
     from .parameter_batch import ParameterBatch
     from .policy_source import PolicySource
+    from .records.store import open_store
+    from .records.writer import RecordWriter
     from .routes.gateway import Gateway
     from .upstream.client import UpstreamClient
 
@@ -86,15 +88,22 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     key = upstream_key(config)
     # The flag and the chain: one GetParameters call per refresh of both.
     reads = ParameterBatch(config.parameters_ttl, config.clock)
+    store = open_store(config.records_bucket, config.records_dir)
     return Gateway(
         config=config,
         upstream=UpstreamClient(config),
         fallback=Fallback(
             FallbackFlag(config.flag_parameter, reads), budget.from_settings(config, clock)
         ),
-        policies=PolicySource(config.policy_config, config.policy_config_parameter, reads),
+        policies=PolicySource(
+            config.policy_config,
+            config.policy_config_parameter,
+            reads,
+            records_configured=store is not None,
+        ),
         auth=authenticator(config, key, clock),
         upstream_key=key,
+        records=None if store is None else RecordWriter(store),
     )
 
 

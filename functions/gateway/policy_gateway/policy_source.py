@@ -33,9 +33,10 @@ watches a change propagate.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gateway_policies import PolicyConfigError, PolicyDocument, load_document
 from gateway_policies.detect import catalogue_version
@@ -46,6 +47,8 @@ from .errors import GatewayError
 from .observability import metrics
 from .observability.logs import logger
 from .parameter_batch import ParameterBatch, ParameterUse
+from .records import option
+from .records.option import RecordOption
 
 NO_CHAIN_MESSAGE = (
     "The gateway has no valid policy configuration, so it refuses requests until an "
@@ -62,6 +65,8 @@ class LoadedDocument:
     version: str
     written: float | None = None
     """When the SSM parameter's version was written (epoch seconds); None for inline text."""
+    record: RecordOption = field(default_factory=RecordOption)
+    """Whose calls are recorded (records/option.py)."""
 
 
 def chain_version(text: str, parameter_version: int | None) -> str:
@@ -72,7 +77,8 @@ def chain_version(text: str, parameter_version: int | None) -> str:
 class PolicySource:
     """The document in force: the parameter's, read by `reads`, else the inline one.
 
-    `now` (epoch seconds) dates the version in force for ChainVersionAge.
+    `now` (epoch seconds) dates the version in force for ChainVersionAge;
+    `records_configured` says whether a document may turn recording on.
     """
 
     def __init__(
@@ -81,8 +87,10 @@ class PolicySource:
         parameter: str | None,
         reads: ParameterBatch | None = None,
         now: Callable[[], float] = time.time,
+        records_configured: bool = False,
     ) -> None:
         self._parameter = parameter
+        self._records_configured = records_configured
         self._now = now
         self._static: LoadedDocument | None = None
         self._use: ParameterUse[LoadedDocument | None] | None = None
@@ -95,20 +103,27 @@ class PolicySource:
             self._use = reads.use(parameter, self._load_parameter, self._keep_last_good)
         elif inline:
             try:
-                self._static = self._loaded(load_document(inline), chain_version(inline, None))
+                self._static = self._loaded(*self._parsed(inline), chain_version(inline, None))
             except PolicyConfigError as exc:
                 logger.error("inline policy config is invalid", extra={"error": str(exc)})
         else:
-            self._static = self._loaded(PolicyDocument(), NO_CONFIG_VERSION)
+            self._static = self._loaded(PolicyDocument(), RecordOption(), NO_CONFIG_VERSION)
 
     def _load_parameter(self, read: VersionedParameter) -> LoadedDocument | None:
+        document, record = self._parsed(read.value)
         return self._loaded(
-            load_document(read.value), chain_version(read.value, read.version), read.modified
+            document, record, chain_version(read.value, read.version), read.modified
         )
+
+    def _parsed(self, text: str) -> tuple[PolicyDocument, RecordOption]:
+        """The document's chains and its `record` option; PolicyConfigError for either."""
+        document = load_document(text)
+        return document, option.parse(json.loads(text), self._records_configured)
 
     def _loaded(
         self,
         document: PolicyDocument,
+        record: RecordOption,
         version: str,
         written: float | None = None,
         *,
@@ -130,7 +145,7 @@ class PolicySource:
                     "kept_last_good": kept,
                 },
             )
-        return LoadedDocument(document, version, written)
+        return LoadedDocument(document, version, written, record)
 
     def _keep_last_good(self, exc: Exception, last: LoadedDocument | None) -> LoadedDocument | None:
         metrics.count(names.METRIC_POLICY_CONFIG_ERRORS)
@@ -146,7 +161,7 @@ class PolicySource:
         )
         if last is None:
             return None
-        return self._loaded(last.document, last.version, last.written, kept=True)
+        return self._loaded(last.document, last.record, last.version, last.written, kept=True)
 
     async def current(self) -> LoadedDocument | None:
         """The document in force and its version, None when no good one was ever loaded."""

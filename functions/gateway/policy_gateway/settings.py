@@ -52,6 +52,9 @@ ENV_SERVER_LOG_LEVEL = "UVICORN_LOG_LEVEL"
 ENV_FALLBACK_BUDGET = "FALLBACK_BUDGET"
 ENV_FALLBACK_BUDGET_WINDOW = "FALLBACK_BUDGET_WINDOW_SECONDS"
 ENV_FALLBACK_BUDGET_TABLE = "FALLBACK_BUDGET_TABLE"
+# Issue 43: where recorded conversations go (records/store.py): a bucket, else a folder.
+ENV_RECORDS_BUCKET = "RECORDS_BUCKET"
+ENV_RECORDS_DIR = "RECORDS_DIR"
 # The Lambda Web Adapter's own SnapStart variables (adapter >= v1.1.0): the paths it
 # POSTs before the snapshot and after a restore. The gateway serves its hooks (lifecycle.py)
 # at whatever they name, so the template sets them once for both.
@@ -134,6 +137,8 @@ class Settings:
     fallback_budget: int = DEFAULT_FALLBACK_BUDGET
     fallback_budget_window: int = DEFAULT_FALLBACK_BUDGET_WINDOW
     fallback_budget_table: str | None = None
+    records_bucket: str | None = None
+    records_dir: str | None = None
     # The TTL caches' time source (flag, chain, secrets); tests hand in a clock
     # they advance, so a TTL passes without the test sleeping through it.
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
@@ -230,6 +235,8 @@ class Settings:
                 env.get(ENV_FALLBACK_BUDGET_WINDOW, DEFAULT_FALLBACK_BUDGET_WINDOW)
             ),
             fallback_budget_table=env.get(ENV_FALLBACK_BUDGET_TABLE) or None,
+            records_bucket=(env.get(ENV_RECORDS_BUCKET) or "").strip() or None,
+            records_dir=(env.get(ENV_RECORDS_DIR) or "").strip() or None,
             upstream_provider=(env.get(ENV_UPSTREAM_PROVIDER) or DEFAULT_UPSTREAM_PROVIDER)
             .strip()
             .lower(),

@@ -19,8 +19,13 @@ from ..auth.upstream_key import UpstreamKey
 from ..call import Call
 from ..fallback.send import Fallback
 from ..policy_source import PolicySource
+from ..records.writer import RecordWriter
 from ..upstream.client import Tries, UpstreamClient, UpstreamResponse
 from ..upstream.errors import UpstreamStatusError
+
+# The route whose calls the `record` option keeps (count_tokens and batches are not
+# conversations).
+RECORDED_ENDPOINT = "messages"
 
 
 @dataclass
@@ -33,6 +38,8 @@ class Gateway:
     policies: PolicySource
     auth: Authenticator
     upstream_key: UpstreamKey | None
+    records: RecordWriter | None = None
+    """Where recorded calls go; None without RECORDS_BUCKET or RECORDS_DIR."""
 
     def policy_context(
         self, call: Call, *, endpoint: str = "messages", kept: bool = True
@@ -63,6 +70,12 @@ class Gateway:
         chain = loaded.document.resolve(call.caller, call.caller_groups)
         call.chain_version = loaded.version
         call.chain = chain.name
+        if (
+            self.records is not None
+            and call.endpoint == RECORDED_ENDPOINT
+            and loaded.record.enabled(call.caller, call.caller_groups)
+        ):
+            call.recording = self.records.recording()
         return chain
 
     async def warm(self) -> None:
@@ -114,6 +127,7 @@ class Gateway:
         finally:
             call.attempts += tries.count
         call.upstream_request_id = call.credentials.scrub_text(upstream.request_id)
+        call.sent = body
         return upstream
 
 

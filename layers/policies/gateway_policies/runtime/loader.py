@@ -23,6 +23,9 @@ from .document import GROUP_PREFIX, PolicyDocument
 ENFORCE = "enforce"
 SHADOW = "shadow"
 """A chain entry's `mode`: enforced (the default), or run on copies and only recorded."""
+CALLER_ENTRY_KEYS = frozenset({"policies", "record"})
+"""A `callers` entry's keys: its chain, and the gateway's `record` option (read by the
+gateway, policy_gateway/records/option.py)."""
 
 BUILTIN_POLICIES: dict[str, str] = {
     "noop": "gateway_policies.builtin.noop:Noop",
@@ -94,8 +97,10 @@ def load_document(config: str | bytes | Mapping[str, Any]) -> PolicyDocument:
             raise PolicyConfigError(f"{where}: a caller or group name must not be empty")
         if not isinstance(entry, Mapping) or not isinstance(entry.get("policies"), list):
             raise PolicyConfigError(f'{where} must be an object {{"policies": [...]}}')
-        if set(entry) - {"policies"}:
-            raise PolicyConfigError(f"{where} has unknown keys {sorted(set(entry) - {'policies'})}")
+        if set(entry) - CALLER_ENTRY_KEYS:
+            raise PolicyConfigError(
+                f"{where} has unknown keys {sorted(set(entry) - CALLER_ENTRY_KEYS)}"
+            )
         chain = _chain(entry["policies"], f"{where}.policies", key)
         if group is None:
             by_caller[key] = chain
