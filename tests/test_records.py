@@ -11,63 +11,45 @@ stand-in S3 leaves the calls intact and counts RecordFailures.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
-import anthropic
 import boto3
 import pytest
 from gateway_policies import PolicyConfigError
 from moto.server import ThreadedMotoServer
-from policy_gateway import names, settings
+from policy_gateway import names
 from policy_gateway.policy_source import PolicySource
 from policy_gateway.records import layout, spans
 from policy_gateway.records.archive import BLOCKED, REDACTED, Archive
 from policy_gateway.records.store import FolderStore, RecordStore, S3Store
 from policy_gateway.records.transcript import transcript
 
-from .conftest import KEYS_SECRET, UPSTREAM_SECRET, PutSecret
-from .support.fake_upstream import MODEL, FakeUpstream, Reply, message, text_events
+from .conftest import PutSecret
+from .support.fake_upstream import FakeUpstream, Reply, message, text_events
 from .support.gateway import GatewayFactory, GatewayStdout
+from .support.records import (
+    ALICE_KEY,
+    DOCUMENT,
+    SECRET,
+    Starter,
+    converse,
+    finished,
+    json_call,
+    start_gateway,
+    stream_call,
+    turn,
+)
 from .support.sdk import client
-from .support.servers import free_port, wait_ready
-from .support.tool_calls import BASH_RM, TOOLS, tool_reply
+from .support.servers import free_port
 
 BUCKET = "policy-gateway-records-test"
-ALICE_KEY = "gk-alice-0123456789abcdef"
-BOB_KEY = "gk-bob-0123456789abcdef"
-KEYS = {"keys": [{"name": "alice", "key": ALICE_KEY}, {"name": "bob", "key": BOB_KEY}]}
-SECRET = "AKIAIOSFODNN7EXAMPLE"
-CHAIN = [
-    {"policy": "redact_secrets"},
-    {"policy": "block_tool_calls", "options": {"rules": [BASH_RM]}},
-]
-DOCUMENT = {
-    "policies": CHAIN,
-    "callers": {"alice": {"policies": CHAIN, "record": {"enabled": True}}},
-}
-SYSTEM: Any = [{"type": "text", "text": "You are a careful coding agent. " * 40}]
-
-Start = Callable[..., str]
 
 
 @pytest.fixture
-def start(make_gateway: GatewayFactory, put_secret: PutSecret) -> Start:
-    put_secret(KEYS_SECRET, json.dumps(KEYS))
-    put_secret(UPSTREAM_SECRET, json.dumps({"api_key": "sk-ant-upstream"}))
-
-    def start(**overrides: Any) -> str:
-        url = make_gateway(
-            auth_mode=settings.AUTH_GATEWAY_KEY,
-            gateway_keys_secret=KEYS_SECRET,
-            upstream_api_key_secret=UPSTREAM_SECRET,
-            policy_config=json.dumps(DOCUMENT),
-            **overrides,
-        )
-        wait_ready(url)  # the keys read at start-up, however slow the machine
-        return url
-
-    return start
+def start(make_gateway: GatewayFactory, put_secret: PutSecret) -> Starter:
+    return partial(start_gateway, make_gateway, put_secret)
 
 
 @pytest.fixture
@@ -77,64 +59,15 @@ def bucket(moto_endpoint: str) -> S3Store:
     return S3Store(BUCKET, s3)
 
 
-def turn(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
-
-
-def said(reply: anthropic.types.Message) -> dict[str, Any]:
-    """An answer as a client resends it on the next turn."""
-    return {"role": "assistant", "content": [block.to_dict() for block in reply.content]}
-
-
-def json_call(sdk: anthropic.Anthropic, messages: Any) -> tuple[bytes, Any]:
-    raw = sdk.messages.with_raw_response.create(
-        model=MODEL, max_tokens=256, system=SYSTEM, tools=TOOLS, messages=messages
-    )
-    return raw.http_response.content, raw.parse()
-
-
-def stream_call(sdk: anthropic.Anthropic, messages: Any) -> Any:
-    with sdk.messages.stream(
-        model=MODEL, max_tokens=256, system=SYSTEM, tools=TOOLS, messages=messages
-    ) as events:
-        return events.get_final_message()
-
-
-def finished(stdout: GatewayStdout, calls: int) -> list[dict[str, Any]]:
-    """The call lines, once `calls` were written: each is written after its record."""
-    stdout.until(lambda text: text.count('"call finished"') >= calls, timeout=30)
-    lines = stdout.call_lines(calls)
-    assert len(lines) == calls
-    return lines
-
-
 def every_object(store: RecordStore) -> dict[str, bytes]:
     return {obj.key: store.get(obj.key) for obj in store.list()}
 
 
 def test_a_recorded_conversation_is_rebuilt_exactly_and_holds_no_removed_secret(
-    start: Start, bucket: S3Store, upstream: FakeUpstream, gateway_stdout: GatewayStdout
+    start: Starter, bucket: S3Store, upstream: FakeUpstream, gateway_stdout: GatewayStdout
 ) -> None:
     url = start(records_bucket=BUCKET)
-    alice, bob = client(url, api_key=ALICE_KEY), client(url, api_key=BOB_KEY)
-    first = [turn(f"deploy with {SECRET} please")]
-    upstream.script(tool_reply(False, ("bash", {"command": "rm -rf /"}), text="Sure."))
-    body1, reply1 = json_call(alice, first)
-    assert [block.type for block in reply1.content] == ["text", "text"]  # the call, replaced
-    second = [*first, said(reply1), turn("what happened?")]
-    upstream.script(Reply(events=text_events(["It was ", "blocked."])))
-    reply2 = stream_call(alice, second)
-    edited = [*first, said(reply1), turn(f"try again, key {SECRET}")]
-    upstream.script(Reply(events=text_events(["Trying."])))
-    reply3 = stream_call(alice, edited)
-    fourth = [*second, said(reply2), turn("thanks")]
-    upstream.script(Reply(body=message("You are welcome.")))
-    body4, _ = json_call(alice, fourth)
-    sent = [request.body for request in upstream.requests]
-    upstream.script(Reply(body=message("hello bob")))
-    json_call(bob, first)
-    finished(gateway_stdout, 5)
-
+    conversed = converse(url, upstream, gateway_stdout)
     objects = every_object(bucket)
     assert objects
     assert all(key.startswith("alice/") for key in objects)
@@ -149,7 +82,7 @@ def test_a_recorded_conversation_is_rebuilt_exactly_and_holds_no_removed_secret(
     assert len(conversation.calls) == 4
     assert conversation.branches == 1
     assert {BLOCKED, REDACTED} <= conversation.marks()
-    for call, body in zip(conversation.calls, sent, strict=True):
+    for call, body in zip(conversation.calls, conversed.sent, strict=True):
         upstream_messages = spans.members(body.decode(), frozenset({"messages"}))
         by_key = {member.key: member for member in upstream_messages}
         assert conversation.messages(call) == list(by_key["messages"].items or ())
@@ -158,9 +91,9 @@ def test_a_recorded_conversation_is_rebuilt_exactly_and_holds_no_removed_secret(
         }
         assert call.system == layout.text_digest(by_key["system"].text)
     calls = conversation.calls
-    assert calls[0].answer == body1.decode()
-    assert calls[3].answer == body4.decode()
-    for call, reply in ((calls[1], reply2), (calls[2], reply3)):
+    assert calls[0].answer == conversed.json_answers[0].decode()
+    assert calls[3].answer == conversed.json_answers[1].decode()
+    for call, reply in zip(calls[1:3], conversed.streamed, strict=True):
         recorded = json.loads(call.answer)
         assert recorded["content"] == [block.to_dict() for block in reply.content]
         assert recorded["stop_reason"] == reply.stop_reason
@@ -168,11 +101,11 @@ def test_a_recorded_conversation_is_rebuilt_exactly_and_holds_no_removed_secret(
     # The edit is a second child of the first call, beside the turn that went on.
     assert calls[1].parent == calls[2].parent == calls[0].digest
     assert calls[3].parent == calls[1].digest
-    assert [call.call_id for call in conversation.line()] == [
+    assert [call.call_id for call in conversation.line(calls[2])] == [
         calls[0].call_id,
         calls[2].call_id,
     ]
-    assert [c.call_id for c in conversation.line(calls[1])] == [
+    assert [c.call_id for c in conversation.line()] == [
         calls[0].call_id,
         calls[1].call_id,
         calls[3].call_id,
@@ -202,7 +135,7 @@ def stoppable_s3(
 
 
 def test_a_failed_write_leaves_the_call_intact_and_is_counted(
-    start: Start,
+    start: Starter,
     stoppable_s3: ThreadedMotoServer,
     upstream: FakeUpstream,
     gateway_stdout: GatewayStdout,
@@ -242,7 +175,7 @@ def test_recording_without_a_store_is_refused_at_load() -> None:
 
 
 def test_the_folder_store_keeps_the_same_format(
-    start: Start, tmp_path: Any, upstream: FakeUpstream, gateway_stdout: GatewayStdout
+    start: Starter, tmp_path: Any, upstream: FakeUpstream, gateway_stdout: GatewayStdout
 ) -> None:
     url = start(records_dir=str(tmp_path))
     alice = client(url, api_key=ALICE_KEY)

@@ -13,6 +13,7 @@
                         |rotate NAME [--grace D] [--expires WHEN]|revoke NAME
                         [--stack NAME] [--region R]
     policy-gateway callers id < KEY
+    policy-gateway history list|show ID|serve|delete --caller C [--before DATE]
     policy-gateway --version
 
 The operator commands honour the standard AWS SDK environment (region,
@@ -32,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import settings
-from . import logs
+from . import history, logs
 from .commands import TOP, budget, doctor, flag, init, policy, say
 from .keys import add_key_commands
 from .operator_errors import explain
@@ -172,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_doctor(commands)
     _add_budget(commands)
     logs.register(commands)
+    history.register(commands)
     add_key_commands(commands, _targeted)
     return parser
 

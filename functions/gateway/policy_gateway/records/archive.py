@@ -80,14 +80,11 @@ class Conversation:
         return sum(1 for children in self._by_parent.values() if len(children) > 1)
 
     def line(self, through: layout.CallRecord | None = None) -> list[layout.CallRecord]:
-        """The calls from the first to `through` (default: the latest leaf), then on by the
-        latest child at each step."""
-        if through is None:
-            path = [self.calls[0]]
-        else:
-            path = [through]
-            while path[0].parent in self._by_digest and path[0] is not self.calls[0]:
-                path.insert(0, self._by_digest[path[0].parent][-1])
+        """The calls from the first to `through` (default: the latest call, where the
+        conversation is now), then on by the latest child at each step."""
+        path = [through or self.calls[-1]]
+        while path[0].parent in self._by_digest and path[0] is not self.calls[0]:
+            path.insert(0, self._by_digest[path[0].parent][-1])
         while True:
             children = self.children(path[-1])
             if not children:
