@@ -22,7 +22,19 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from . import detect, fallback, flow, latency, memory, propagation, repair, restore, shadow, startup
+from . import (
+    detect,
+    fallback,
+    flow,
+    latency,
+    memory,
+    propagation,
+    records,
+    repair,
+    restore,
+    shadow,
+    startup,
+)
 from .harness import RESULTS, Environment
 from .report import Figure, machine, write
 
@@ -42,6 +54,7 @@ FIGURES: tuple[tuple[str, Group], ...] = (
     ("flow", flow.flow),  # (15) issue 33, in-process
     ("propagation", propagation.propagation),  # (16) issue 34
     ("detect", detect.detect),  # (12), (13), (14) issue 32, agent traffic
+    ("records", records.records),  # (22), (23) issue 43
 )
 
 
