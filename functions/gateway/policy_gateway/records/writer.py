@@ -13,16 +13,21 @@ When the client has its last event the response is not yet ended: the route
 asks for the write (`Call.end_body`) and ends the response after it. So the
 client never waits for the write, and the invocation does not end, and Lambda
 cannot freeze the write half done, before the record is stored. The work runs
-in a worker thread under `WRITE_TIMEOUT_SECONDS`; whatever goes wrong is the
-metric RecordFailures and a WARNING, never a failed call.
+in the writer's own threads, at the lowest CPU priority, under
+`WRITE_TIMEOUT_SECONDS`; whatever goes wrong is the metric RecordFailures and
+a WARNING, never a failed call.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +44,11 @@ from .store import RecordStore
 WRITE_TIMEOUT_SECONDS = 5.0
 """The longest a write may hold the end of a response (an S3 that stalls rather than
 refuses); the client already has every byte by then."""
+WRITERS = 4
+"""Records written at once (a stalled store must not queue every later write behind one)."""
+WRITER_NICENESS = 19
+"""The writer thread's CPU priority (the lowest): cutting a megabyte body into a record must
+never take the CPU from the calls being served, nor from a client on the same machine."""
 BLOBS_REMEMBERED = 4096
 """System prompts and tool lists this process knows it stored (so it does not put them
 again on every call); another environment puts one again, under the same key."""
@@ -76,6 +86,9 @@ class RecordWriter:
         self.timeout = timeout
         self._stored_blobs: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
+        self._thread = ThreadPoolExecutor(
+            max_workers=WRITERS, thread_name_prefix="records", initializer=_lowest_priority
+        )
 
     def recording(self) -> CallRecording:
         return CallRecording(self)
@@ -89,7 +102,8 @@ class RecordWriter:
             with anyio.fail_after(
                 self.timeout if left is None else max(0.0, min(left, self.timeout))
             ):
-                await anyio.to_thread.run_sync(self._store, call, recording, abandon_on_cancel=True)
+                # On the timeout the call stops waiting; a put under way ends in its thread.
+                await asyncio.wrap_future(self._thread.submit(self._store, call, recording))
         except Exception as exc:
             metrics.count(names.METRIC_RECORD_FAILURES)
             logger.warning(
@@ -139,6 +153,12 @@ class RecordWriter:
             self._stored_blobs[key] = None
             while len(self._stored_blobs) > BLOBS_REMEMBERED:
                 self._stored_blobs.popitem(last=False)
+
+
+def _lowest_priority() -> None:
+    # Linux gives each thread its own nice value (setpriority on its thread id).
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WRITER_NICENESS)
 
 
 def _answer_text(recording: CallRecording) -> str:
