@@ -19,7 +19,7 @@ import boto3
 import pytest
 from gateway_policies import PolicyConfigError
 from moto.server import ThreadedMotoServer
-from policy_gateway import names
+from policy_gateway import names, settings
 from policy_gateway.policy_source import PolicySource
 from policy_gateway.records import layout, spans
 from policy_gateway.records.archive import BLOCKED, REDACTED, Archive
@@ -27,6 +27,7 @@ from policy_gateway.records.store import FolderStore, RecordStore, S3Store
 from policy_gateway.records.transcript import transcript
 
 from .conftest import PutSecret
+from .support.clock import ManualClock
 from .support.fake_upstream import FakeUpstream, Reply, message, text_events
 from .support.gateway import GatewayFactory, GatewayStdout
 from .support.records import (
@@ -45,6 +46,7 @@ from .support.sdk import client
 from .support.servers import free_port
 
 BUCKET = "policy-gateway-records-test"
+TTL = 0.5
 
 
 @pytest.fixture
@@ -185,3 +187,39 @@ def test_the_folder_store_keeps_the_same_format(
     (conversation,) = Archive(FolderStore(tmp_path)).load()
     assert json.loads(conversation.calls[0].answer)["content"][0]["text"] == "in a folder"
     assert (tmp_path / "alice").is_dir()
+
+
+def test_recording_follows_the_live_document_within_its_ttl(
+    make_gateway: GatewayFactory,
+    ssm: Any,
+    clock: ManualClock,
+    tmp_path: Any,
+    upstream: FakeUpstream,
+    gateway_stdout: GatewayStdout,
+) -> None:
+    def put(record: bool) -> None:
+        document = {"policies": [], "record": {"enabled": record}}
+        ssm.put_parameter(
+            Name=settings.DEFAULT_POLICY_CONFIG_PARAMETER,
+            Value=json.dumps(document),
+            Type="String",
+            Overwrite=True,
+        )
+
+    put(False)
+    url = make_gateway(
+        policy_config_parameter=settings.DEFAULT_POLICY_CONFIG_PARAMETER,
+        policy_config_ttl=TTL,
+        clock=clock,
+        records_dir=str(tmp_path),
+    )
+    sdk = client(url, api_key="sk-ant-live-0123456789")
+    upstream.script(Reply(body=message("not kept")))
+    json_call(sdk, [turn("one")])
+    put(True)
+    clock.advance(TTL + 0.1)
+    upstream.script(Reply(body=message("kept")))
+    json_call(sdk, [turn("two")])
+    finished(gateway_stdout, 2)
+    (conversation,) = Archive(FolderStore(tmp_path)).load()
+    assert json.loads(conversation.calls[0].answer)["content"][0]["text"] == "kept"
