@@ -1091,12 +1091,9 @@ REVIEWED_SCANNER_SKIPS = {
     ("BreakerFunction", "CKV_AWS_116"),  # it has an on-failure destination instead
     ("BreakerFunction", "CKV_AWS_117"),
     ("BreakerFunction", "CKV_AWS_115"),  # concurrency: one alarm invokes it
-    # The records bucket (issue 43): no access log bucket, no versions (deletes must
-    # delete), no replica, no event consumer.
+    # The records bucket (issue 43): no access log bucket, no versions (deletes must delete).
     ("RecordsBucket", "CKV_AWS_18"),
     ("RecordsBucket", "CKV_AWS_21"),
-    ("RecordsBucket", "CKV_AWS_144"),
-    ("RecordsBucket", "CKV2_AWS_62"),
 }
 
 
