@@ -30,7 +30,7 @@ TS_STAMP := $(TS_DIR)/node_modules/.installed-$(shell cat $(TS_DIR)/package.json
 PORT ?= 8080
 SSM_PORT ?= 8787
 
-.PHONY: run build test test-fast test-unit test-policy lint scan ts-client check-locks lock lock-upgrade bench clean
+.PHONY: run build test test-fast test-unit test-policy lint scan ts-client browser check-locks lock lock-upgrade bench clean
 
 # The project itself goes in last, editable, without dependencies and without
 # build isolation: everything it needs, build tools included, came from the lock.
@@ -52,9 +52,12 @@ $(RUN_STAMP): pyproject.toml $(PIP_LOCK) $(RUN_LOCK)
 # and a built-in upstream simulator: no AWS account, no API key. A busy port
 # stops it with one line, before anything starts: choose others with
 # `make run PORT=... SSM_PORT=...`.
+# Recorded conversations (the policy document's `record` option) go to ./records
+# (RECORDS_DIR; read them with `policy-gateway history`).
+RECORDS_DIR ?= $(CURDIR)/records
 run: $(RUN_STAMP)
-	$(RUN_VENV)/bin/policy-gateway serve --simulate-upstream --embedded-ssm \
-		--port $(PORT) --embedded-ssm-port $(SSM_PORT)
+	RECORDS_DIR=$(RECORDS_DIR) $(RUN_VENV)/bin/policy-gateway serve --simulate-upstream \
+		--embedded-ssm --port $(PORT) --embedded-ssm-port $(SSM_PORT)
 
 # `sam build` with what it needs: the SAM CLI and the SBOM tool (cyclonedx-py)
 # from the dev virtualenv; release/lambda.mk finds python3.13 on PATH or
@@ -103,7 +106,16 @@ $(TS_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
 
 ts-client: $(TS_STAMP)
 
-test: check-locks lint scan ts-client
+# The records page's test drives Debian's headless Chromium (tests/test_history.py):
+# installed with apt-get where that is possible (root, or sudo without a password);
+# elsewhere the test skips, except under CI (CI=true), where it fails.
+browser:
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+		elif sudo -n true 2>/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium; \
+		else echo "chromium is not installed and apt-get needs root: the browser test will skip"; fi; }
+
+test: check-locks lint scan ts-client browser
 	$(BIN)/python -m pytest
 
 # The unit and gateway tiers, without the load tests (markers in pyproject.toml):

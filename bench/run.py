@@ -32,6 +32,7 @@ from . import (
     limits,
     memory,
     propagation,
+    records,
     repair,
     restore,
     shadow,
@@ -59,6 +60,7 @@ FIGURES: tuple[tuple[str, Group], ...] = (
     ("judge-eval", judge_wiring.wiring),  # (19) issue 41, in-process against the simulator
     ("detect", detect.detect),  # (12), (13), (14) issue 32, agent traffic
     ("limits", limits.limits),  # (20), (21) issue 42
+    ("records", records.records),  # (22), (23) issue 43
 )
 
 

@@ -32,6 +32,9 @@ class Response:
     """From the first byte sent to the last byte of the body."""
     first_event_seconds: float | None
     """From the first byte sent to the end of the first SSE event (`\\n\\n`), if any."""
+    last_event_seconds: float | None = None
+    """From the first byte sent to the end of the last SSE event, if any: what a client that
+    stops at `message_stop` waits for (the response may end later: figure (23))."""
 
     @property
     def events(self) -> int:
@@ -74,6 +77,7 @@ class Connection:
             self._sock.sendall(body)
         status, length, chunked = self._read_head()
         first_event: float | None = None
+        last_event: float | None = None
         if chunked:
             parts: list[bytes] = []
             while True:
@@ -84,14 +88,16 @@ class Connection:
                 part = self._read_exact(size)
                 self._read_line()
                 parts.append(part)
-                if first_event is None and b"\n\n" in b"".join(parts[-2:]):
-                    first_event = time.perf_counter() - started
+                if b"\n\n" in b"".join(parts[-2:]):
+                    last_event = time.perf_counter() - started
+                    if first_event is None:
+                        first_event = last_event
             body_in = b"".join(parts)
         else:
             body_in = self._read_exact(length)
             if b"\n\n" in body_in:
-                first_event = time.perf_counter() - started
-        return Response(status, body_in, time.perf_counter() - started, first_event)
+                first_event = last_event = time.perf_counter() - started
+        return Response(status, body_in, time.perf_counter() - started, first_event, last_event)
 
     def _fill(self) -> None:
         data = self._sock.recv(_RECV)

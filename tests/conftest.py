@@ -56,6 +56,7 @@ AWS_SERVICES = (
     "DYNAMODB",
     "SNS",
     "SQS",
+    "S3",
 )
 # The fixtures a unit test may not use: each starts a server, a process or moto.
 SERVING_FIXTURES = frozenset(

@@ -683,6 +683,9 @@ BEDROCK_ACTIONS = [
 ]
 
 
+RECORD_OBJECTS = {"Fn::Sub": "${RecordsBucket.Arn}/*"}
+
+
 def test_iam_is_scoped_to_the_two_parameters_the_two_secrets_and_the_budget_table() -> None:
     policies = _function()["Policies"]
     # Only inline statements: SAM policy templates such as SSMParameterReadPolicy
@@ -697,14 +700,18 @@ def test_iam_is_scoped_to_the_two_parameters_the_two_secrets_and_the_budget_tabl
         resources = statement["Resource"]
         resources = resources if isinstance(resources, list) else [resources]
         assert "*" not in json.dumps(actions), statement
-        assert "*" not in json.dumps(resources), statement
+        # Any key of the records bucket (issue 43), and only of it.
+        assert "*" not in json.dumps([r for r in resources if r != RECORD_OBJECTS]), statement
         for action in actions:
             by_service.setdefault(action, []).extend(resources)
     assert set(by_service) == {
         "ssm:GetParameters",
         "secretsmanager:GetSecretValue",
         "dynamodb:UpdateItem",
+        "s3:PutObject",
     }
+    # Records are put, never read back, by the gateway (`policy-gateway history` reads them).
+    assert by_service["s3:PutObject"] == [RECORD_OBJECTS]
     # One write action on the budget table; reading it is the operator's (the CLI).
     assert by_service["dynamodb:UpdateItem"] == [{"Fn::GetAtt": ["FallbackBudgetTable", "Arn"]}]
     stack = Stack(TEMPLATE_JSON, names.SERVICE_NAME)
@@ -728,9 +735,10 @@ def test_bedrock_mode_grants_claude_inference_and_needs_no_anthropic_key() -> No
         for s in p["Statement"]
         if "Fn::If" in s
     }
-    # The other conditional statements are the KMS key's (test_the_kms_key_encrypts_...)
-    # (and the judge's grant, test_a_bedrock_judge_may_invoke_its_model_and_only_that).
-    assert set(conditional) == {"UsesBedrock", "JudgesOnBedrock", "HasKmsKey"}
+    # The others are the KMS keys' (test_the_kms_key_encrypts_..., the records' own key:
+    # test_template_records.py) and the judge's grant
+    # (test_a_bedrock_judge_may_invoke_its_model_and_only_that).
+    assert set(conditional) == {"UsesBedrock", "JudgesOnBedrock", "HasKmsKey", "HasNoKmsKey"}
     statement, otherwise = conditional["UsesBedrock"]
     assert otherwise == {"Ref": "AWS::NoValue"}
     assert TEMPLATE_JSON["Conditions"]["UsesBedrock"] == {
@@ -1142,6 +1150,9 @@ REVIEWED_SCANNER_SKIPS = {
     ("BreakerFunction", "CKV_AWS_116"),  # it has an on-failure destination instead
     ("BreakerFunction", "CKV_AWS_117"),
     ("BreakerFunction", "CKV_AWS_115"),  # concurrency: one alarm invokes it
+    # The records bucket (issue 43): no access log bucket, no versions (deletes must delete).
+    ("RecordsBucket", "CKV_AWS_18"),
+    ("RecordsBucket", "CKV_AWS_21"),
 }
 
 
@@ -1216,7 +1227,10 @@ def test_the_kms_key_encrypts_secrets_logs_table_environments_topic_and_queue(ke
     # CloudWatch alarms cannot publish with the AWS managed SNS key.
     assert topic_key == "gw/AlarmTopicKey"
     assert queue_key == "alias/aws/sqs"
-    assert not any(action.startswith("kms:") for action in gateway)
+    # The one key use left is encrypting records with their own key (test_template_records.py).
+    assert {a: r for a, r in gateway.items() if a.startswith("kms:")} == {
+        "kms:GenerateDataKey": ["gw/RecordsKey.Arn"]
+    }
     assert breaker_["kms:Decrypt"] == breaker_["kms:GenerateDataKey"] == ["gw/AlarmTopicKey.Arn"]
     topic_key_props = resources["AlarmTopicKey"]["Properties"]
     assert topic_key_props["EnableKeyRotation"] is True

@@ -79,6 +79,8 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     from .limits.limiter import limiter
     from .parameter_batch import ParameterBatch
     from .policy_source import PolicySource
+    from .records.store import open_store
+    from .records.writer import RecordWriter
     from .routes.gateway import Gateway
     from .upstream.client import UpstreamClient
 
@@ -88,6 +90,7 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
     # The flag and the chain: one GetParameters call per refresh of both.
     reads = ParameterBatch(config.parameters_ttl, config.clock)
     limits = limiter(config, clock)
+    store = open_store(config.records_bucket, config.records_dir)
     return Gateway(
         config=config,
         upstream=UpstreamClient(config),
@@ -95,11 +98,16 @@ def _build_gateway(config: Settings, clock: Callable[[], float]) -> Gateway:
             FallbackFlag(config.flag_parameter, reads), budget.from_settings(config, clock)
         ),
         policies=PolicySource(
-            config.policy_config, config.policy_config_parameter, reads, limits_store=limits.label
+            config.policy_config,
+            config.policy_config_parameter,
+            reads,
+            limits_store=limits.label,
+            records_configured=store is not None,
         ),
         auth=authenticator(config, key, clock),
         upstream_key=key,
         limits=limits,
+        records=None if store is None else RecordWriter(store),
     )
 
 

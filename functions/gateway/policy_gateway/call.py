@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway_policies import PolicyAction, PolicyContext, recorder
 from gateway_policies.judge.record import JudgeCall
@@ -44,6 +44,18 @@ TOKEN_FIELDS = (
 )
 # The call line's `model` when one call's answers came from several models (batch results).
 MODEL_MIXED = "mixed"
+
+
+class Recording(Protocol):
+    """A recorded call's answer as the client receives it, then stored (records/writer.py)."""
+
+    def answered_json(self, status: int, body: bytes) -> None: ...
+
+    def streamed(self, body: bytes) -> None: ...
+
+    async def store(self, call: Call) -> None:
+        """Store the call's record; never raises."""
+        ...
 
 
 @dataclass
@@ -114,6 +126,10 @@ class Call:
     limits: CallLimits | None = field(default=None, repr=False)
     """Set once the call is counted under limits (limits/limiter.py)."""
     trace_id: str | None = None
+    sent: bytes | None = field(default=None, repr=False)
+    """The body of the upstream attempt that answered, exactly as it was sent."""
+    recording: Recording | None = field(default=None, repr=False)
+    """Set when the call's caller is recorded (records/): what the client receives."""
 
     def policy_actions(self) -> list[PolicyAction]:
         """What the policies did on this call, in the order they did it, every context's."""
@@ -138,17 +154,33 @@ class Call:
     ) -> None:
         """The whole answer at once, as JSON: an error, or a body read in full."""
         self.status = status
+        length = [(b"content-length", str(len(body)).encode())]
+        if self.recording is not None:
+            self.recording.answered_json(status, body)
+            if self.invocation.request_id is not None:
+                # Behind the Lambda Web Adapter a response with a length ends the
+                # invocation with its last byte; without one it ends with `end_body`,
+                # after the record is stored (records/writer.py).
+                length = []
         await self.send(
             {
                 "type": "http.response.start",
                 "status": status,
-                "headers": [
-                    *merge_headers(headers or [], _JSON),
-                    (b"content-length", str(len(body)).encode()),
-                ],
+                "headers": [*merge_headers(headers or [], _JSON), *length],
             }
         )
-        await self.send({"type": "http.response.body", "body": body, "more_body": False})
+        if self.recording is None:
+            await self.send({"type": "http.response.body", "body": body, "more_body": False})
+            return
+        await self.send({"type": "http.response.body", "body": body, "more_body": True})
+        await self.end_body()
+
+    async def end_body(self) -> None:
+        """End a response whose every byte was sent: a recorded call's record is stored
+        first, so the client never waits for it and the invocation cannot end before it."""
+        if self.recording is not None:
+            await self.recording.store(self)
+        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def seconds_until(deadline: float | None) -> float | None:

@@ -119,3 +119,6 @@ FALLBACK_SCOPE_FULL = "full"
 FALLBACK_SCOPE_NARROW = "narrow"
 # The span label of the attempt that sends a repaired request.
 LABEL_REPAIR = "repair"
+
+# Issue 43: a recorded call whose record could not be stored (the call itself went on).
+METRIC_RECORD_FAILURES = "RecordFailures"

@@ -33,9 +33,10 @@ watches a change propagate.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gateway_policies import PolicyConfigError, PolicyDocument, load_document
 from gateway_policies.detect import catalogue_version
@@ -44,6 +45,8 @@ from . import names
 from .aws_reads import VersionedParameter
 from .errors import GatewayError
 from .limits import config as limits_config
+from .records import option
+from .records.option import RecordOption
 from .observability import metrics
 from .observability.logs import logger
 from .parameter_batch import ParameterBatch, ParameterUse
@@ -65,6 +68,8 @@ class LoadedDocument:
     """When the SSM parameter's version was written (epoch seconds); None for inline text."""
     limits: limits_config.LimitsConfig = limits_config.NO_LIMITS_CONFIG
     """The document's limits (limits/config.py), validated with its chains."""
+    record: RecordOption = field(default_factory=RecordOption)
+    """Whose calls are recorded (records/option.py)."""
 
 
 def chain_version(text: str, parameter_version: int | None) -> str:
@@ -75,7 +80,8 @@ def chain_version(text: str, parameter_version: int | None) -> str:
 class PolicySource:
     """The document in force: the parameter's, read by `reads`, else the inline one.
 
-    `now` (epoch seconds) dates the version in force for ChainVersionAge.
+    `now` (epoch seconds) dates the version in force for ChainVersionAge;
+    `records_configured` says whether a document may turn recording on.
     """
 
     def __init__(
@@ -85,9 +91,11 @@ class PolicySource:
         reads: ParameterBatch | None = None,
         now: Callable[[], float] = time.time,
         limits_store: str = "process",
+        records_configured: bool = False,
     ) -> None:
         self._parameter = parameter
         self._limits_store = limits_store
+        self._records_configured = records_configured
         self._now = now
         self._static: LoadedDocument | None = None
         self._use: ParameterUse[LoadedDocument | None] | None = None
@@ -100,23 +108,31 @@ class PolicySource:
             self._use = reads.use(parameter, self._load_parameter, self._keep_last_good)
         elif inline:
             try:
-                self._static = self._loaded(*_parsed(inline), chain_version(inline, None))
+                self._static = self._loaded(*self._parsed(inline), chain_version(inline, None))
             except PolicyConfigError as exc:
                 logger.error("inline policy config is invalid", extra={"error": str(exc)})
         else:
             self._static = self._loaded(
-                PolicyDocument(), limits_config.NO_LIMITS_CONFIG, NO_CONFIG_VERSION
+                PolicyDocument(), limits_config.NO_LIMITS_CONFIG, RecordOption(), NO_CONFIG_VERSION
             )
 
     def _load_parameter(self, read: VersionedParameter) -> LoadedDocument | None:
         return self._loaded(
-            *_parsed(read.value), chain_version(read.value, read.version), read.modified
+            *self._parsed(read.value), chain_version(read.value, read.version), read.modified
         )
+
+    def _parsed(self, text: str) -> tuple[PolicyDocument, limits_config.LimitsConfig, RecordOption]:
+        """The document's chains, its limits and its `record` option: all valid, or
+        PolicyConfigError for the whole."""
+        document = load_document(text)
+        record = option.parse(json.loads(text), self._records_configured)
+        return document, limits_config.parse(text), record
 
     def _loaded(
         self,
         document: PolicyDocument,
         limits: limits_config.LimitsConfig,
+        record: RecordOption,
         version: str,
         written: float | None = None,
         *,
@@ -139,7 +155,7 @@ class PolicySource:
                     **limits_config.load_fields(limits, self._limits_store),
                 },
             )
-        return LoadedDocument(document, version, written, limits)
+        return LoadedDocument(document, version, written, limits, record)
 
     def _keep_last_good(self, exc: Exception, last: LoadedDocument | None) -> LoadedDocument | None:
         metrics.count(names.METRIC_POLICY_CONFIG_ERRORS)
@@ -155,7 +171,9 @@ class PolicySource:
         )
         if last is None:
             return None
-        return self._loaded(last.document, last.limits, last.version, last.written, kept=True)
+        return self._loaded(
+            last.document, last.limits, last.record, last.version, last.written, kept=True
+        )
 
     async def current(self) -> LoadedDocument | None:
         """The document in force and its version, None when no good one was ever loaded."""
@@ -182,11 +200,6 @@ class PolicySource:
         if loaded.written is not None:
             metrics.seconds(names.METRIC_CHAIN_VERSION_AGE, max(0.0, self._now() - loaded.written))
         return loaded
-
-
-def _parsed(text: str) -> tuple[PolicyDocument, limits_config.LimitsConfig]:
-    """The document's chains and its limits: both valid, or PolicyConfigError for the whole."""
-    return load_document(text), limits_config.parse(text)
 
 
 def caller_shadow(document: PolicyDocument) -> dict[str, list[str]]:

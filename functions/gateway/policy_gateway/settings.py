@@ -55,6 +55,9 @@ ENV_FALLBACK_BUDGET_WINDOW = "FALLBACK_BUDGET_WINDOW_SECONDS"
 ENV_FALLBACK_BUDGET_TABLE = "FALLBACK_BUDGET_TABLE"
 # Issue 42: the DynamoDB table the limits count in (unset: each process counts its own).
 ENV_LIMITS_TABLE = "LIMITS_TABLE"
+# Issue 43: where recorded conversations go (records/store.py): a bucket, else a folder.
+ENV_RECORDS_BUCKET = "RECORDS_BUCKET"
+ENV_RECORDS_DIR = "RECORDS_DIR"
 # The Lambda Web Adapter's own SnapStart variables (adapter >= v1.1.0): the paths it
 # POSTs before the snapshot and after a restore. The gateway serves its hooks (lifecycle.py)
 # at whatever they name, so the template sets them once for both.
@@ -147,6 +150,8 @@ class Settings:
     fallback_budget_window: int = DEFAULT_FALLBACK_BUDGET_WINDOW
     fallback_budget_table: str | None = None
     limits_table: str | None = None
+    records_bucket: str | None = None
+    records_dir: str | None = None
     # The TTL caches' time source (flag, chain, secrets); tests hand in a clock
     # they advance, so a TTL passes without the test sleeping through it.
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
@@ -252,6 +257,8 @@ class Settings:
             ),
             fallback_budget_table=env.get(ENV_FALLBACK_BUDGET_TABLE) or None,
             limits_table=env.get(ENV_LIMITS_TABLE) or None,
+            records_bucket=(env.get(ENV_RECORDS_BUCKET) or "").strip() or None,
+            records_dir=(env.get(ENV_RECORDS_DIR) or "").strip() or None,
             upstream_provider=(env.get(ENV_UPSTREAM_PROVIDER) or DEFAULT_UPSTREAM_PROVIDER)
             .strip()
             .lower(),

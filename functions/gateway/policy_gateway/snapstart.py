@@ -70,6 +70,8 @@ async def after_restore(gateway: Gateway, clock: Callable[[], float]) -> Gateway
     _forget_default_boto3_session()
     parameters.expire_all()
     metrics.discard()
+    if gateway.records is not None:
+        gateway.records.store.reset()
     await gateway.upstream.aclose()
     config = gateway.config
     restored = replace(

@@ -40,6 +40,7 @@ FOREIGN_HOST = (
 )
 LOCALHOST = "localhost"
 _USER_TYPED = "none"
+_SAME_ORIGIN = "same-origin"
 _ORIGIN = b"origin"
 _FETCH_SITE = b"sec-fetch-site"
 _HOST = b"host"
@@ -64,21 +65,33 @@ def loopback_hosts(host: str, port: int) -> frozenset[str]:
     return frozenset(name + suffix for name in names for suffix in suffixes)
 
 
-def made_by_a_web_page(origin: str | None, fetch_site: str | None) -> bool:
+def made_by_a_web_page(
+    origin: str | None, fetch_site: str | None, own_origins: frozenset[str] = frozenset()
+) -> bool:
     """Whether a browser marked the request as a page's, from its `Origin` and
-    `Sec-Fetch-Site` headers (None when absent)."""
+    `Sec-Fetch-Site` headers (None when absent); with `own_origins` (a server that has
+    pages of its own: `history serve`), the requests its own pages make are not."""
     if origin is not None:
-        return True
-    return fetch_site is not None and fetch_site.strip().lower() != _USER_TYPED
+        return origin.lower() not in own_origins
+    if fetch_site is None:
+        return False
+    site = fetch_site.strip().lower()
+    return site != _USER_TYPED and not (own_origins and site == _SAME_ORIGIN)
 
 
 class RefuseWebPages:
     """ASGI middleware: a page's request gets `403 permission_error` before any route;
     with `hosts` (Settings.local_hosts), so does one whose Host is none of them."""
 
-    def __init__(self, app: ASGIApp, hosts: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        hosts: frozenset[str] = frozenset(),
+        own_origins: frozenset[str] = frozenset(),
+    ) -> None:
         self.app = app
         self.hosts = hosts
+        self.own_origins = own_origins
 
     def refusal(self, scope: Scope) -> str | None:
         """Why the request is refused, or None to serve it."""
@@ -87,7 +100,7 @@ class RefuseWebPages:
             for name, value in scope["headers"]
             if name in (_ORIGIN, _FETCH_SITE, _HOST)
         }
-        if made_by_a_web_page(marks.get(_ORIGIN), marks.get(_FETCH_SITE)):
+        if made_by_a_web_page(marks.get(_ORIGIN), marks.get(_FETCH_SITE), self.own_origins):
             return REFUSAL
         if self.hosts and marks.get(_HOST, "").lower() not in self.hosts:
             return FOREIGN_HOST

@@ -15,6 +15,7 @@
                         [--stack NAME] [--region R]
     policy-gateway callers id < KEY
     policy-gateway judge eval --chain FILE --cases FILE.jsonl [--simulate] [--json]
+    policy-gateway history list|show ID|serve|delete --caller C [--before DATE]
     policy-gateway --version
 
 The operator commands honour the standard AWS SDK environment (region,
@@ -36,7 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import settings
-from . import judge_eval, logs, usage
+from . import history, judge_eval, logs, usage
 from .commands import TOP, budget, doctor, flag, init, policy, say
 from .keys import add_key_commands
 from .operator_errors import explain
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     logs.register(commands)
     usage.register(commands, _targeted)
     judge_eval.register(commands)
+    history.register(commands)
     add_key_commands(commands, _targeted)
     return parser
 

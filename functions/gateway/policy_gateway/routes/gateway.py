@@ -22,8 +22,13 @@ from ..fallback.send import Fallback
 from ..limits.limiter import Limiter
 from ..observability import tracing
 from ..policy_source import PolicySource
+from ..records.writer import RecordWriter
 from ..upstream.client import Tries, UpstreamClient, UpstreamResponse
 from ..upstream.errors import UpstreamStatusError
+
+# The route whose calls the `record` option keeps (count_tokens and batches are not
+# conversations).
+RECORDED_ENDPOINT = "messages"
 
 
 @dataclass
@@ -38,6 +43,8 @@ class Gateway:
     upstream_key: UpstreamKey | None
     limits: Limiter = field(default_factory=Limiter)
     """Counted in this process unless built with LIMITS_TABLE's store (app.py)."""
+    records: RecordWriter | None = None
+    """Where recorded calls go; None without RECORDS_BUCKET or RECORDS_DIR."""
 
     def policy_context(
         self, call: Call, *, endpoint: str = "messages", kept: bool = True
@@ -75,6 +82,12 @@ class Gateway:
         chain = loaded.document.resolve(call.caller, call.caller_groups)
         call.chain_version = loaded.version
         call.chain = chain.name
+        if (
+            self.records is not None
+            and call.endpoint == RECORDED_ENDPOINT
+            and loaded.record.enabled(call.caller, call.caller_groups)
+        ):
+            call.recording = self.records.recording()
         return chain
 
     async def admit(self, call: Call, request: dict[str, Any] | None = None, size: int = 0) -> None:
@@ -141,6 +154,7 @@ class Gateway:
         finally:
             call.attempts += tries.count
         call.upstream_request_id = call.credentials.scrub_text(upstream.request_id)
+        call.sent = body
         return upstream
 
 

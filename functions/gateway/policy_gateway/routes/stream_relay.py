@@ -119,7 +119,7 @@ class StreamRelay:
         if failure is not None:
             await self._fail(failure)
         if self.committed:
-            await self.call.send({"type": "http.response.body", "body": b"", "more_body": False})
+            await self.call.end_body()
 
     async def _pump(self) -> None:
         try:
@@ -218,6 +218,8 @@ class StreamRelay:
         if events:
             body = encode_many(events)
             await self.call.send({"type": "http.response.body", "body": body, "more_body": True})
+            if self.call.recording is not None:
+                self.call.recording.streamed(body)
 
     async def _fail(self, error: GatewayError) -> None:
         """Before the commit, the error as JSON with its status; after it, one error frame."""

@@ -20,13 +20,13 @@ from ..exceptions import PolicyConfigError
 from .chain import DEFAULT_CHAIN, PolicyChain
 from .document import GROUP_PREFIX, PolicyDocument
 
-# Keys a `callers` entry may hold beside its `policies` that the gateway itself reads
-# and validates (limits/config.py); the layer only lets them through.
-GATEWAY_ENTRY_KEYS = frozenset({"limits"})
-
 ENFORCE = "enforce"
 SHADOW = "shadow"
 """A chain entry's `mode`: enforced (the default), or run on copies and only recorded."""
+CALLER_ENTRY_KEYS = frozenset({"policies", "limits", "record"})
+"""A `callers` entry's keys: its chain, and what the gateway itself reads and validates
+beside it (`limits`: policy_gateway/limits/config.py; `record`:
+policy_gateway/records/option.py); the layer only lets them through."""
 
 BUILTIN_POLICIES: dict[str, str] = {
     "noop": "gateway_policies.builtin.noop:Noop",
@@ -99,9 +99,10 @@ def load_document(config: str | bytes | Mapping[str, Any]) -> PolicyDocument:
             raise PolicyConfigError(f"{where}: a caller or group name must not be empty")
         if not isinstance(entry, Mapping) or not isinstance(entry.get("policies"), list):
             raise PolicyConfigError(f'{where} must be an object {{"policies": [...]}}')
-        unknown = set(entry) - {"policies"} - GATEWAY_ENTRY_KEYS
-        if unknown:
-            raise PolicyConfigError(f"{where} has unknown keys {sorted(unknown)}")
+        if set(entry) - CALLER_ENTRY_KEYS:
+            raise PolicyConfigError(
+                f"{where} has unknown keys {sorted(set(entry) - CALLER_ENTRY_KEYS)}"
+            )
         chain = _chain(entry["policies"], f"{where}.policies", key)
         if group is None:
             by_caller[key] = chain
