@@ -45,11 +45,11 @@ from . import names
 from .aws_reads import VersionedParameter
 from .errors import GatewayError
 from .limits import config as limits_config
-from .records import option
-from .records.option import RecordOption
 from .observability import metrics
 from .observability.logs import logger
 from .parameter_batch import ParameterBatch, ParameterUse
+from .records import option
+from .records.option import RecordOption
 
 NO_CHAIN_MESSAGE = (
     "The gateway has no valid policy configuration, so it refuses requests until an "
