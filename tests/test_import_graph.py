@@ -68,6 +68,7 @@ SHARED: dict[str, frozenset[str]] = {
             "recorder",
             "text",
             "tool_gate",
+            "blocked_call",
             "tool_input",
             "tool_options",
             "tool_rules",

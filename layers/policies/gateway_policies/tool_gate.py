@@ -2,7 +2,8 @@
 
 Shared by every policy that decides, call by call, whether the model may use
 a tool (block_tool_calls, tool_call_judge): a subclass only says *whether* a
-call is blocked and why; this module owns *how* a block looks to the client.
+call is blocked and why; this module owns *when* a call is replaced, held and
+withheld, and blocked_call.py *what* the replacement says.
 
 A call can also be one the API made itself (`server_tool_use`, `mcp_tool_use`):
 it ran upstream before the gateway saw it. Such a call is judged like a
@@ -30,6 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import JSONObject, OptionsT, Policy, PolicyContext, StreamEvent
+from .blocked_call import (
+    UNREADABLE,
+    Block,
+    Verdict,
+    as_block,
+    blocked_text,
+    text_block_events,
+    withheld_text,
+)
 from .tool_input import assembled_inputs
 from .upstream_tools import (
     CALL_TYPES,
@@ -41,40 +51,6 @@ from .upstream_tools import (
 )
 
 log = logging.getLogger("gateway_policies.tool_gate")
-
-_UNREADABLE = "its input is not valid JSON, so it could not be checked"
-
-
-def blocked_text(policy: str, tool: str, reason: str, *, upstream: bool = False) -> str:
-    if upstream:
-        return (
-            f"[Policy Gateway: {policy} blocked a call to tool {tool!r}, which had already run "
-            f"upstream: {reason}; its result is withheld]"
-        )
-    return f"[Policy Gateway: {policy} blocked a call to tool {tool!r}: {reason}]"
-
-
-def withheld_text(policy: str, tool: str) -> str:
-    return f"[Policy Gateway: {policy} withheld the result of the blocked call to tool {tool!r}]"
-
-
-@dataclass(frozen=True)
-class Block:
-    """A verdict that blocks, and what the audit trail records about it besides the tool.
-
-    `details` follow `PolicyContext.record`'s rule: kinds, names and ids, never content.
-    """
-
-    reason: str
-    details: Mapping[str, Any] = field(default_factory=dict)
-
-
-Verdict = str | Block | None
-"""What `blocked` returns: None to let the call through, else why (a reason, or a Block)."""
-
-
-def _as_block(verdict: Verdict) -> Block | None:
-    return Block(verdict) if isinstance(verdict, str) else verdict
 
 
 def _is_upstream(block: JSONObject) -> bool:
@@ -153,9 +129,9 @@ class ToolCallGate(Policy[OptionsT]):
         try:
             inputs = assembled_inputs(block, partials)
         except ValueError:
-            return Block(_UNREADABLE)
+            return Block(UNREADABLE)
         for tool_input in inputs:
-            found = _as_block(await self.blocked(tool, tool_input, ctx))
+            found = as_block(await self.blocked(tool, tool_input, ctx))
             if found is not None:
                 return found
         return None
@@ -175,7 +151,7 @@ class ToolCallGate(Policy[OptionsT]):
         withheld: dict[str, str] = {}
         for (index, block), verdict in zip(calls, verdicts, strict=True):
             tool, upstream = str(block.get("name")), _is_upstream(block)
-            found = _as_block(verdict)
+            found = as_block(verdict)
             if upstream:
                 self._log_upstream_call(block, found, ctx)
             if found is not None:
@@ -345,29 +321,3 @@ class ToolCallGate(Policy[OptionsT]):
             self._record_block(ctx, block, {})
         state.held = None
         return []
-
-
-def text_block_events(index: Any, text: str, stop: StreamEvent | None) -> list[StreamEvent]:
-    """A complete text block at `index`: start, one delta, and `stop` (or a new one)."""
-    return [
-        StreamEvent.from_json(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {"type": "text", "text": ""},
-            },
-        ),
-        StreamEvent.from_json(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": index,
-                "delta": {"type": "text_delta", "text": text},
-            },
-        ),
-        stop
-        or StreamEvent.from_json(
-            "content_block_stop", {"type": "content_block_stop", "index": index}
-        ),
-    ]

@@ -49,6 +49,7 @@ from pydantic import Field, field_validator
 
 from .. import recorder
 from ..base import JSONObject, PolicyContext, StreamEvent
+from ..blocked_call import Block, Verdict
 from ..detect import detector
 from ..judge.core import Judge
 from ..judge.options import JudgeOptions
@@ -64,7 +65,7 @@ from ..provenance.conversation import (
 )
 from ..provenance.evidence import evidence, secret_kinds
 from ..provenance.normalise import SearchableMemo
-from ..tool_gate import Block, GateState, ToolCallGate, Verdict
+from ..tool_gate import GateState, ToolCallGate
 from ..tool_options import McpServerOptions
 from ..tool_rules import ToolRule, ToolRules
 from ..upstream_tools import ServerTool

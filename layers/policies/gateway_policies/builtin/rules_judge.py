@@ -30,6 +30,7 @@ from pydantic import Field, model_validator
 
 from ..actions import BLOCK, REWRITE
 from ..base import JSONObject, PolicyContext, StreamEvent
+from ..blocked_call import Block, text_block_events
 from ..judge.core import Judge, Outcome
 from ..judge.gate import JudgingGate, Owed, unjudged_note
 from ..judge.options import JudgeOptions
@@ -37,7 +38,6 @@ from ..judge.presets import PRESET_NAMES, preset
 from ..judge.prompt import TEXT, TOOL_USE, Judged
 from ..judge.verdict import ALLOW, REPLACE
 from ..options import PolicyOptions
-from ..tool_gate import Block, text_block_events
 from ..tool_options import McpServerOptions
 from ..tool_rules import ToolRule, ToolRules
 

@@ -28,11 +28,11 @@ from typing import Any
 from pydantic import Field
 
 from ..base import PolicyContext
+from ..blocked_call import Block
 from ..judge.core import Judge
 from ..judge.gate import JudgingGate
 from ..judge.options import JudgeOptions
 from ..judge.verdict import BLOCK
-from ..tool_gate import Block
 from ..tool_options import McpServerOptions
 from ..upstream_tools import ServerTool
 

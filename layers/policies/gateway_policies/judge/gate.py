@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base import JSONObject, OptionsT, PolicyContext, StreamEvent
-from ..tool_gate import ToolCallGate, text_block_events
+from ..blocked_call import text_block_events
+from ..tool_gate import ToolCallGate
 from .core import Judge, Outcome
 from .prompt import Judged
 
