@@ -490,6 +490,36 @@ def _command_lines(rng: random.Random) -> Iterator[Value]:
     yield Value("vault_legacy_token", header, token, "vault_request")
 
 
+SEGMENT_LABELS = (
+    ("generic_password", "db_pass"),
+    ("generic_password", "smtp_pass"),
+    ("generic_password", "redis_pass"),
+    ("generic_password", "mysql_pw"),
+    ("generic_secret", "encryption_key"),
+    ("generic_secret", "master_key"),
+    ("generic_secret", "signing_key"),
+    ("generic_secret", "private_key"),
+    ("generic_secret", "redis_auth"),
+)
+"""The most common `.env` names of a credential whose word is a short segment (issue 40)."""
+
+
+def _credential_files(rng: random.Random) -> Iterator[Value]:
+    """`.env` names made of segments, ~/.netrc and ~/.pgpass."""
+    for kind, label in SEGMENT_LABELS:
+        password = _password(rng, 18)
+        yield Value(kind, password, password, label)
+    password = _password(rng, 16).replace("@", "!")
+    netrc = (
+        "machine api.heroku.com\n  login bob\n  password "
+        f"{password}\nmachine git.heroku.com login bob password {password}\n"
+    )
+    yield Value("netrc_password", netrc, password, "", document=True)
+    first, second = _password(rng, 16), _password(rng, 20)
+    pgpass = f"db.internal:5432:billing:app_user:{first}\n*:*:*:replicator:{second}\n"
+    yield Value("pgpass_password", pgpass, first, "", document=True, more=(second,))
+
+
 def _basic(rng: random.Random, user: str) -> str:
     return base64.b64encode(f"{user}:{_password(rng, 18)}".encode()).decode()
 
@@ -543,6 +573,7 @@ def _specials(rng: random.Random) -> Iterator[Value]:
     )
     password = _password(rng, 20)
     yield Value("generic_password", password, password, "db_password")
+    yield from _credential_files(rng)
     client_secret = Random(A62, 32).draw(rng)
     yield Value("generic_secret", client_secret, client_secret, "oauth_client_secret")
     url_password = quote(_password(rng, 18), safe="-_.~")  # RFC 3986 userinfo
@@ -765,6 +796,21 @@ def corpus_near_misses(rng: random.Random) -> Iterator[str]:
     yield "version 1234-5678-9012-3456 and build 2024-01-1234\n"
     yield "ctx.quantize(Decimal('+35236450.6'), rounding=ROUND_UP)\n"
     yield from _command_near_misses()
+    yield from _segment_near_misses()
+
+
+def _segment_near_misses() -> Iterator[str]:
+    """A credential word inside another word or not ending the label, and lines shaped like a
+    .pgpass line that are not one (compiler and linter output, /etc/passwd)."""
+    value = "Xk3v9Lq2Zr8wT5"
+    for label in ("bypass", "passenger", "PASSPORT", "compass_dir", "author", "AUTH_TYPE"):
+        yield from _labelled(label, value)
+    yield "app.py:12:5: E501 line too long (89 > 79 characters)\n"
+    yield "main.c:12:5: error: expected ';' before '}' token\n"
+    yield "daemon:*:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+    yield "root:x:0:0:root:/root:/bin/bash\n"
+    yield "DB_PASS=/run/secrets/db_pass\nSMTP_PASS=${SMTP_PASSWORD}\nREDIS_PASS=changeme\n"
+    yield "machine api.example.com login bob password ${NETRC_PASSWORD}\n"
 
 
 def _command_near_misses() -> Iterator[str]:

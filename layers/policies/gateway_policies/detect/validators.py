@@ -309,6 +309,18 @@ def basic_credentials(encoded: str) -> bool:
     return bool(colon and password) and decoded.isprintable() and plausible_password(password)
 
 
+def auth_value(value: str) -> bool:
+    """An `auth` label's value: a plausible value, and when it is base64 of `user:password`
+    (what `auth` and `_auth` hold in registry configs), one whose password is real."""
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return plausible_value(value)
+    if ":" in decoded and decoded.isprintable():
+        return basic_credentials(value)
+    return plausible_value(value)
+
+
 def azure_signature(signature: str) -> bool:
     """A SAS `sig`: URL-encoded base64 of a 32-byte HMAC-SHA256."""
     try:

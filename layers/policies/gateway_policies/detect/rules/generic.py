@@ -10,9 +10,9 @@ reference (`${DB_PASSWORD}`, `{{ .Values.token }}`), a variable name or a path.
 from __future__ import annotations
 
 from ..rule import Rule
-from ..shapes import ESCAPE, TOKEN_ALPHABET, labelled, left
+from ..shapes import ESCAPE, TOKEN_ALPHABET, labelled, left, segment
 from ..shapes import URL_USERINFO as _USERINFO
-from ..validators import basic_credentials, command_password, plausible_password
+from ..validators import auth_value, basic_credentials, command_password, plausible_password
 
 _VALUE = r"[A-Za-z0-9!#$%&*+./:=?@^_|~-]{8,128}"
 
@@ -58,6 +58,52 @@ _SHORT_OPTION = (
 _SHORT_OPTION_WIDTH = 2 + 16 + _COMMAND_TAIL_WIDTH + 6 + 4
 
 
+# A short word is a label only as a whole segment (`DB_PASS`, `smtpPass`, `REDIS_AUTH`, never
+# `bypass`, `passenger`, `author`); `auth` only as the label's last (`AUTH_TYPE` is no secret).
+_PASS = segment(("pass", "pw"))
+_AUTH = segment(("auth",), last=True)
+# `key` is a secret's label only with a qualifier before it (`api_key`, `ENCRYPTION_KEY`,
+# `masterKey`, `Ocp-Apim-Subscription-Key`): a bare `key` is any map's key.
+_KEY_QUALIFIERS = (
+    "api|access|auth|encryption|enc|master|signing|private|client|secret|app|session|hmac|jwt"
+    "|license|subscription|shared|webhook|consumer|storage|account|cipher|crypto|root|admin"
+)
+
+# Credential files whose lines carry no `=` label: ~/.netrc (`machine h login u password p`,
+# on one line or several) and ~/.pgpass (`host:port:database:user:password`, `*` for any).
+_BLANK = rf"(?:[ \t\r\n]|{ESCAPE})"
+_NETRC_FIELD = r"[^ \t\r\n]{1,128}"
+_BLANKS = 8 * 2
+_NETRC_WIDTH = 7 + _BLANKS + 128 + 3 * (_BLANKS + 7 + _BLANKS + 128) + 2 * _BLANKS + 8 + 128 + 1
+_PGPASS_FIELD = r"[^: \t\r\n\\\"']{1,63}"
+_PGPASS_WIDTH = 2 + 253 + 1 + 5 + 2 * (1 + 63) + 1 + 128 + 1
+_FILE_LINES = (
+    Rule(
+        kind="netrc_password",
+        pattern=(
+            rf"(?:machine{_BLANK}{{1,8}}{_NETRC_FIELD}|default)"
+            rf"(?:{_BLANK}{{1,8}}(?:login|account|port){_BLANK}{{1,8}}{_NETRC_FIELD}){{0,3}}"
+            rf"{_BLANK}{{1,8}}password{_BLANK}{{1,8}}"
+            r"(?P<secret>[^ \t\r\n\\\"']{1,128})(?:[ \t\r\n\\\"']|$)"
+        ),
+        max_length=_NETRC_WIDTH,
+        keywords=("password",),
+        validator=plausible_password,
+    ),
+    Rule(
+        kind="pgpass_password",
+        pattern=(
+            rf"(?:^|[\r\n\"' \t]|{ESCAPE})[A-Za-z0-9._*-]{{1,253}}:(?:[0-9]{{1,5}}|\*)"
+            rf":{_PGPASS_FIELD}:{_PGPASS_FIELD}"
+            r":(?P<secret>[^:\r\n\\\"']{1,128})(?:[\r\n\\\"']|$)"
+        ),
+        max_length=_PGPASS_WIDTH,
+        keywords=(":",),
+        validator=command_password,
+    ),
+)
+
+
 def _options(kind: str, option: str, width: int, keywords: tuple[str, ...]) -> tuple[Rule, ...]:
     """A password given after `option`: one rule per way its value may be written."""
     return tuple(
@@ -89,14 +135,17 @@ RULES: tuple[Rule, ...] = (
         128,
         ("passw", "passphrase", "pwd"),
     ),
+    labelled("generic_password", *_PASS, _VALUE, 128, ("pass", "pw"), tail=False),
     labelled(
         "generic_secret",
-        r"(?:secret|token|api_?key|apikey|access_?key|auth_?key|credentials?)",
-        11,
+        rf"(?:secret|token|credentials?|(?:{_KEY_QUALIFIERS})[_.-]?key)",
+        len("subscription") + 2 + 3,
         _VALUE,
         128,
-        ("secret", "token", "api", "key", "credential"),
+        ("secret", "token", "key", "credential"),
     ),
+    labelled("generic_secret", *_AUTH, _VALUE, 128, ("auth",), validator=auth_value, tail=False),
+    *_FILE_LINES,
     # scheme://user:password@host: the password is redacted, the user and host stay.
     Rule(
         kind="url_password",
