@@ -9,7 +9,9 @@ there (confirm.windows), giving exactly one `re.finditer` pass's matches.
 A rule whose reach is long (a PEM key, a bearer token) makes a large automaton
 that compiles for seconds; it is looked for by its keywords instead, and `re`
 confirms around each: a match contains one, so it starts within its reach
-before the keyword's end.
+before the keyword's end, or within its `lead` when the rule knows it (a match
+that starts at its keyword, as a Docker config's `"auth"` does, is confirmed
+from there, however long its value: an ECR login's runs to thousands).
 
 The text Hyperscan reads has one byte per character, so an index is the same
 in both: ASCII as is, every other character as one non-ASCII byte. A rule
@@ -147,12 +149,20 @@ class HyperscanEngine:
         found: list[tuple[int, Span]] = []
         for index, ends in sorted(events.ends.items()):
             rule = self.ruleset.rules[index]
-            starts = _starts(ends, rule.max_length)
+            starts = _starts(ends, _lead(rule))
             if sum(high - low for low, high in starts) > CONFIRM_CHARACTERS:
                 return [(index, (0, len(text)))]
             pattern = self.ruleset.compiled[index]
             found += [(index, span) for span in windows(rule, pattern, text, starts)]
         return found
+
+
+def _lead(rule: Rule) -> int:
+    """How far before a reported end a match of `rule` may start: its reach, or for a rule
+    found by its keywords, how far before a keyword (its `lead` when it has one)."""
+    if rule.lead is not None and rule.max_length > LONG_REACH and rule.keywords:
+        return rule.lead
+    return rule.max_length
 
 
 def _starts(ends: list[int], reach: int) -> list[Span]:
