@@ -8,6 +8,8 @@ users and non-secret values exactly as the agent read them.
 
 from __future__ import annotations
 
+import base64
+import json
 import random
 import string
 from typing import Any
@@ -45,6 +47,42 @@ FILE_SECRETS = {
     },
     NETRC_PASSWORD: "netrc_password",
     PGPASS_PASSWORD: "pgpass_password",
+}
+
+
+# Item 5: credentials wrapped in base64.
+_PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    + "\n".join(_random(62, string.ascii_letters + string.digits + "+/") for _ in range(20))
+    + "\n-----END RSA PRIVATE KEY-----\n"
+)
+CLIENT_KEY = base64.b64encode(_PEM.encode()).decode()
+CERTIFICATE = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIC" + b"A" * 300).decode()
+# `aws ecr get-login-password` prints about 2,000 characters; the config holds `AWS:` and it.
+ECR_AUTH = base64.b64encode(b"AWS:" + base64.b64encode(_random(1500).encode())).decode()
+DOCKER_CONFIG = json.dumps(
+    {"auths": {"123456789012.dkr.ecr.us-east-1.amazonaws.com": {"auth": ECR_AUTH}}}, indent="\t"
+)
+DOCKERCONFIGJSON = base64.b64encode(
+    json.dumps(
+        {"auths": {"ghcr.io": {"username": "bob", "password": _random(24), "auth": "Ym9iOng="}}},
+        separators=(",", ":"),
+    ).encode()
+).decode()
+NPM_PASSWORD = base64.b64encode(_random(16).encode()).decode()
+WRAPPED = (
+    "$ kubectl config view --raw\nusers:\n- name: admin\n  user:\n"
+    f"    client-certificate-data: {CERTIFICATE}\n    client-key-data: {CLIENT_KEY}\n"
+    f"$ cat ~/.docker/config.json\n{DOCKER_CONFIG}\n"
+    f"$ kubectl get secret regcred -o yaml\ndata:\n  .dockerconfigjson: {DOCKERCONFIGJSON}\n"
+    f"$ cat .npmrc\n//registry.example.com/:username=ci\n"
+    f"//registry.example.com/:_password={NPM_PASSWORD}\n"
+)
+WRAPPED_SECRETS = {
+    CLIENT_KEY: "base64_private_key",
+    ECR_AUTH: "docker_config_auth",
+    DOCKERCONFIGJSON: "docker_config_base64",
+    NPM_PASSWORD: "npm_legacy_password",
 }
 
 
@@ -94,3 +132,16 @@ def test_env_netrc_and_pgpass_lines_reach_the_upstream_redacted(
     assert "DB_PASS=[REDACTED:generic_password]" in text
     assert "machine api.heroku.com\n  login bob\n" in text
     assert not any(secret.encode() in upstream.requests[0].body for secret in FILE_SECRETS)
+
+
+@both
+def test_base64_wrapped_credentials_reach_the_upstream_redacted(
+    make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
+) -> None:
+    upstream.rules = api_rules
+    ask(sdk(make_gateway(policy_config=CHAIN)), streaming, **tool_result(WRAPPED))
+    text = sent_text(upstream)
+    assert text == expected(WRAPPED, WRAPPED_SECRETS)
+    assert f"client-certificate-data: {CERTIFICATE}\n" in text
+    assert len(ECR_AUTH) > 2000
+    assert not any(secret.encode() in upstream.requests[0].body for secret in WRAPPED_SECRETS)

@@ -546,6 +546,70 @@ def _registry_auths(rng: random.Random) -> Iterator[Value]:
         "//registry.example.com/:always-auth=true\n"
     )
     yield Value("npm_legacy_auth", npmrc, auth, "", document=True)
+    yield from _wrapped_in_base64(rng)
+
+
+def _ecr_password(rng: random.Random) -> str:
+    """What `aws ecr get-login-password` prints: base64 of a JSON envelope (payload, data key,
+    version, type, expiration) of about 2,000 characters."""
+    envelope = {
+        "payload": Random(A62 + "+/", 1100).draw(rng),
+        "datakey": Random(A62 + "+/", 400).draw(rng),
+        "version": "2",
+        "type": "DATA_KEY",
+        "expiration": rng.randint(1_700_000_000, 1_800_000_000),
+    }
+    return base64.b64encode(json.dumps(envelope).encode()).decode()
+
+
+def _pem(rng: random.Random, title: str, lines: int) -> str:
+    body = "\n".join(Random(A62 + "+/", 64).draw(rng) for _ in range(lines))
+    return f"-----BEGIN {title}-----\n{body}\n-----END {title}-----\n"
+
+
+def _wrapped_in_base64(rng: random.Random) -> Iterator[Value]:
+    """Credentials inside base64 (issue 40, item 5): a kubeconfig's `client-key-data`, a key
+    as `base64` wraps it, an ECR login in a Docker config, a `.dockerconfigjson`, a Python
+    dict's repr of a registry entry, npm's `_password`."""
+    b64 = base64.b64encode
+    key = b64(_pem(rng, "RSA PRIVATE KEY", 25).encode()).decode()
+    certificate = b64(_pem(rng, "CERTIFICATE", 18).encode()).decode()
+    kubeconfig = (
+        "apiVersion: v1\nclusters:\n- cluster:\n"
+        f"    certificate-authority-data: {certificate}\n    server: https://10.0.0.1:6443\n"
+        "  name: prod\nusers:\n- name: admin\n  user:\n"
+        f"    client-certificate-data: {certificate}\n    client-key-data: {key}\n"
+    )
+    yield Value("base64_private_key", kubeconfig, key, "", document=True)
+    key = b64(_pem(rng, "OPENSSH PRIVATE KEY", 12).encode()).decode()
+    wrapped = "\n".join(key[i : i + 76] for i in range(0, len(key), 76))
+    lines = tuple(wrapped.split("\n"))
+    document = f"$ base64 id_ed25519\n{wrapped}\n"
+    yield Value("base64_private_key", document, lines[0], "", document=True, more=lines[1:])
+    key = b64(_pem(rng, "EC PRIVATE KEY", 4).encode()).decode()
+    yield Value("base64_private_key", key, key, "tls_key_b64", labelled=False)
+    ecr = b64(f"AWS:{_ecr_password(rng)}".encode()).decode()
+    config = json.dumps({"auths": {"123456789012.dkr.ecr.us-east-1.amazonaws.com": {"auth": ecr}}})
+    yield Value("docker_config_auth", config, ecr, "docker_auth_config")
+    auth = _basic(rng, "deploy")
+    yield Value("docker_config_auth", repr({"auth": auth, "email": ""}), auth, "registry_entry")
+    config = json.dumps(
+        {
+            "auths": {
+                "ghcr.io": {
+                    "username": "bob",
+                    "password": _password(rng, 20),
+                    "auth": _basic(rng, "bob"),
+                }
+            }
+        },
+        separators=(",", ":"),
+    )
+    encoded = b64(config.encode()).decode()
+    yield Value("docker_config_base64", encoded, encoded, "dockerconfigjson")
+    password = b64(_password(rng, 16).encode()).decode()
+    line = f"//registry.example.com/:username=ci\n//registry.example.com/:_password={password}\n"
+    yield Value("npm_legacy_password", line, password, "npmrc_password")
 
 
 def _specials(rng: random.Random) -> Iterator[Value]:
@@ -797,6 +861,7 @@ def corpus_near_misses(rng: random.Random) -> Iterator[str]:
     yield "ctx.quantize(Decimal('+35236450.6'), rounding=ROUND_UP)\n"
     yield from _command_near_misses()
     yield from _segment_near_misses()
+    yield from _base64_near_misses(rng)
 
 
 def _segment_near_misses() -> Iterator[str]:
@@ -811,6 +876,16 @@ def _segment_near_misses() -> Iterator[str]:
     yield "root:x:0:0:root:/root:/bin/bash\n"
     yield "DB_PASS=/run/secrets/db_pass\nSMTP_PASS=${SMTP_PASSWORD}\nREDIS_PASS=changeme\n"
     yield "machine api.example.com login bob password ${NETRC_PASSWORD}\n"
+
+
+def _base64_near_misses(rng: random.Random) -> Iterator[str]:
+    """Base64 that holds no credential: a certificate, a Docker config without credentials."""
+    certificate = base64.b64encode(_pem(rng, "CERTIFICATE", 10).encode()).decode()
+    yield f"    certificate-authority-data: {certificate}\n"
+    empty = json.dumps({"auths": {"ghcr.io": {}}, "credsStore": "desktop"}, separators=(",", ":"))
+    yield f".dockerconfigjson: {base64.b64encode(empty.encode()).decode()}\n"
+    yield "//registry.example.com/:_password=${NPM_PASSWORD}\n"
+    yield f"_password={base64.b64encode(b'changeme').decode()}\n"
 
 
 def _command_near_misses() -> Iterator[str]:

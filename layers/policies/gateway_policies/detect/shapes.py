@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .rule import Rule
-from .validators import plausible_token, plausible_value
+from .validators import labelled_secret, plausible_token
 
 TOKEN_ALPHABET = "A-Za-z0-9_-"
 """The characters most issued tokens are made of (base62 plus `_` and `-`)."""
@@ -79,7 +79,7 @@ def labelled(
     keywords: tuple[str, ...],
     *,
     delimiters: str = r"\"'`\\ \t\r\n,;(){}<>\[\]",
-    validator: Validator | None = plausible_value,
+    validator: Validator | None = labelled_secret,
     tail: bool = True,
 ) -> Rule:
     """A value after a label in .env, YAML, JSON, shell or code: `LABEL=v`, `label: "v"`,

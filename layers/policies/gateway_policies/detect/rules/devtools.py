@@ -5,12 +5,22 @@ from __future__ import annotations
 
 from ..rule import Rule
 from ..shapes import UUID, UUID_WIDTH, hex_run, labelled, token
-from ..validators import basic_credentials, jwt_header, npm_checksum
+from ..validators import (
+    base64_password,
+    basic_credentials,
+    docker_config,
+    jwt_header,
+    npm_checksum,
+)
 
 _B64URL = "[A-Za-z0-9_-]"
 _BASIC = r"(?P<secret>[A-Za-z0-9+/]{6,400}={0,2})"
 """Base64 of `user:password`, as HTTP Basic carries it (validators.basic_credentials)."""
 _BASIC_WIDTH = 402
+_REGISTRY_AUTH_LONGEST = 8192
+"""An ECR login (`AWS:` and a token of about 2,000 characters) with room to spare."""
+_DOCKER_CONFIG_LONGEST = 32768
+"""A `.dockerconfigjson` holding a few registries, ECR logins among them."""
 
 RULES: tuple[Rule, ...] = (
     # npm's tokens carry GitHub's checksum: 30 random characters and their CRC32 in base62.
@@ -52,13 +62,45 @@ RULES: tuple[Rule, ...] = (
     ),
     # A registry's entry in Docker's client config (`~/.docker/config.json`, and Podman's
     # `auth.json`, a `DOCKER_AUTH_CONFIG`, a `.dockerconfigjson`): `"auth"`, base64 of
-    # `user:password`, in JSON that may be pretty-printed or escaped inside another string.
+    # `user:password`, in JSON that may be pretty-printed or escaped inside another string, or
+    # a Python dict's repr (`{'auth': '…'}`). An ECR login's runs to thousands of characters:
+    # the match starts at its keyword (`lead`), so the engine confirms it from there.
     Rule(
         kind="docker_config_auth",
-        pattern=(r"\\?\"auth\\?\"[ \t]{0,4}:[ \t]{0,4}\\?\"" + _BASIC + r"\\?\""),
-        max_length=2 + 5 + 2 + 4 + 1 + 4 + 2 + _BASIC_WIDTH + 2,
-        keywords=('"auth',),
+        pattern=(
+            r"\\?[\"']auth\\?[\"'][ \t]{0,4}:[ \t]{0,4}\\?[\"']"
+            rf"(?P<secret>[A-Za-z0-9+/]{{6,{_REGISTRY_AUTH_LONGEST}}}={{0,2}})\\?[\"']"
+        ),
+        max_length=2 + 4 + 2 + 4 + 1 + 4 + 2 + _REGISTRY_AUTH_LONGEST + 2 + 2,
+        keywords=('"auth', "'auth"),
+        lead=1,
         validator=basic_credentials,
+    ),
+    # The whole config as base64 (a Kubernetes `.dockerconfigjson`, a CI variable): base64 of
+    # `{"auths":` (kubectl's compact JSON), of `{\n\t"auths"` (docker's own file) or of
+    # `{\n  "auths"` begins it.
+    Rule(
+        kind="docker_config_base64",
+        pattern=(
+            r"(?:^|[^A-Za-z0-9+/]|\\[nrt])(?P<secret>(?:eyJhdXRocyI6|ewoJImF1dGhz|ewogICJhdXRo)"
+            rf"[A-Za-z0-9+/]{{16,{_DOCKER_CONFIG_LONGEST}}}={{0,2}})(?:[^A-Za-z0-9+/=]|$)"
+        ),
+        max_length=2 + 12 + _DOCKER_CONFIG_LONGEST + 2 + 1,
+        keywords=("eyjhdxrocyi6", "ewojimf1dghz", "ewogicjhdxro"),
+        lead=2,
+        validator=docker_config,
+    ),
+    # .npmrc's `_password` (next to `username`): base64 of the password alone.
+    Rule(
+        kind="npm_legacy_password",
+        pattern=(
+            r"(?:^|[^A-Za-z0-9])_password[ \t]{0,4}=[ \t]{0,4}\\?[\"']?"
+            r"(?P<secret>[A-Za-z0-9+/]{4,400}={0,2})(?:[^A-Za-z0-9+/=]|$)"
+        ),
+        max_length=1 + 9 + 4 + 1 + 4 + 2 + 402 + 1,
+        keywords=("_password",),
+        validator=base64_password,
+        ignore_case=True,
     ),
     token("jfrog_api_key", r"AKCp[A-Za-z0-9]{69}", 73, ("akcp",)),
     token("jfrog_reference_token", r"cmVmdGtuOjAxOj[A-Za-z0-9]{50}", 64, ("cmvmdgtuojaxoj",)),

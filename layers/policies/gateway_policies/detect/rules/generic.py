@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..rule import Rule
 from ..shapes import ESCAPE, TOKEN_ALPHABET, labelled, left, segment
 from ..shapes import URL_USERINFO as _USERINFO
-from ..validators import auth_value, basic_credentials, command_password, plausible_password
+from ..validators import basic_credentials, command_password, plausible_password
 
 _VALUE = r"[A-Za-z0-9!#$%&*+./:=?@^_|~-]{8,128}"
 
@@ -144,7 +144,7 @@ RULES: tuple[Rule, ...] = (
         128,
         ("secret", "token", "key", "credential"),
     ),
-    labelled("generic_secret", *_AUTH, _VALUE, 128, ("auth",), validator=auth_value, tail=False),
+    labelled("generic_secret", *_AUTH, _VALUE, 128, ("auth",), tail=False),
     *_FILE_LINES,
     # scheme://user:password@host: the password is redacted, the user and host stay.
     Rule(
