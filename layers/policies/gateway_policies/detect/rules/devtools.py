@@ -78,16 +78,16 @@ RULES: tuple[Rule, ...] = (
     ),
     # The whole config as base64 (a Kubernetes `.dockerconfigjson`, a CI variable): base64 of
     # `{"auths":` (kubectl's compact JSON), of `{\n\t"auths"` (docker's own file) or of
-    # `{\n  "auths"` begins it.
+    # `{\n  "auths"` begins it, distinctive enough to need no boundary before it.
     Rule(
         kind="docker_config_base64",
         pattern=(
-            r"(?:^|[^A-Za-z0-9+/]|\\[nrt])(?P<secret>(?:eyJhdXRocyI6|ewoJImF1dGhz|ewogICJhdXRo)"
+            r"(?P<secret>(?:eyJhdXRocyI6|ewoJImF1dGhz|ewogICJhdXRo)"
             rf"[A-Za-z0-9+/]{{16,{_DOCKER_CONFIG_LONGEST}}}={{0,2}})(?:[^A-Za-z0-9+/=]|$)"
         ),
-        max_length=2 + 12 + _DOCKER_CONFIG_LONGEST + 2 + 1,
+        max_length=12 + _DOCKER_CONFIG_LONGEST + 2 + 1,
         keywords=("eyjhdxrocyi6", "ewojimf1dghz", "ewogicjhdxro"),
-        lead=2,
+        lead=0,
         validator=docker_config,
     ),
     # .npmrc's `_password` (next to `username`): base64 of the password alone.
@@ -111,6 +111,8 @@ RULES: tuple[Rule, ...] = (
     token("prefect_api_key", r"pnu_[A-Za-z0-9]{36}", 40, ("pnu_",)),
     token("readme_api_key", r"rdme_[a-z0-9]{70}", 75, ("rdme_",)),
     token("launchdarkly_access_token", r"api-" + UUID, 4 + UUID_WIDTH, ("api-",)),
+    # A server-side SDK key (a mobile key, `mob-`, and a client-side id are public).
+    token("launchdarkly_sdk_key", r"sdk-" + UUID, 4 + UUID_WIDTH, ("sdk-",)),
     token("linear_api_key", r"lin_api_[A-Za-z0-9]{40}", 48, ("lin_api_",)),
     token(
         "airtable_personal_access_token",
@@ -126,6 +128,8 @@ RULES: tuple[Rule, ...] = (
     token("contentful_access_token", r"CFPAT-[A-Za-z0-9_-]{43}", 49, ("cfpat-",)),
     token("hubspot_private_app_token", r"pat-(?:na|eu|ap)[0-9]-" + UUID, 8 + UUID_WIDTH, ("pat-",)),
     token("notion_integration_token", r"ntn_[0-9]{11}[A-Za-z0-9]{35}", 50, ("ntn_",)),
+    # Before September 2024 an internal integration's token was `secret_` and 43 base62.
+    token("notion_integration_token", r"secret_[A-Za-z0-9]{43}", 50, ("secret_",)),
     token(
         "asana_personal_access_token",
         r"[0-9]/[0-9]{10,20}(?:/[0-9]{10,20})?:[a-zA-Z0-9]{32}",

@@ -26,36 +26,53 @@ _VALUES = (
     (r"'(?P<secret>[^'\\\r\n]{6,128})'", 1 + 128 + 1),
 )
 # The rest of one command before an option: it ends at a line's or a pipeline's end, a
-# written-out escape included.
-_COMMAND_TAIL = r"(?:[ \t][^\r\n|;&\\]{0,200}?)?"
-_COMMAND_TAIL_WIDTH = 201
+# written-out escape included. An argument list's items (`["mysql", "-uroot", "-pX"]`) are
+# the same words, quoted and separated by commas, their quotes escaped inside a JSON string.
+_COMMAND_TAIL = r"(?:(?:[ \t\"',]|\\[\"'])(?:[^\r\n|;&\\]|\\[\"']){0,200}?)?"
+_COMMAND_TAIL_WIDTH = 2 * 201
+_ARGUMENT = r"[ \t](?:\\?[\"'])?"
+"""Before an option: a blank, and the quote that opens it in an argument list."""
+_ARGUMENT_WIDTH = 3
 
-# `--password` and its kin after the text's start, a blank, a quote, `=` or a written-out
-# newline (a tool's JSON output holding the command); then `=`, blanks, or an argument
-# list's `", "`.
-_LONG_OPTION = (
-    rf"(?:^|{ESCAPE}|[ \t\"'=])--(?:(?:db|admin|root|master-user|new)-)?passw(?:or)?d"
-    r"(?:=|[ \t]{1,4}|\\?[\"'],[ \t]{0,4})"
+# The value after an option: `=`, blanks, an argument list's `", "`, or the next line: an
+# argument list printed one item a line (`"--password",\n  "X"`) or a YAML list's next item
+# (`- --password\n  - X`).
+_NEXT_LINE = r"(?:\r?\n|\\n)(?:[ \t]|\\t){0,16}"
+_OPTION_VALUE = (
+    rf"(?:=|[ \t]{{1,4}}|\\?[\"'],(?:[ \t]{{0,4}}|{_NEXT_LINE})|{_NEXT_LINE}-[ \t]{{1,4}})"
 )
-_LONG_OPTION_WIDTH = 2 + 2 + len("master-user-password") + 2 + 1 + 4
+_OPTION_VALUE_WIDTH = 3 + 2 + 32 + 5
+
+# `--password` and its kin (`--passwd`, `--pass`, `--pwd`) after the text's start, a blank, a
+# quote, `=` or a written-out newline (a tool's JSON output holding the command).
+_LONG_OPTION = (
+    rf"(?:^|{ESCAPE}|[ \t\"'=])--(?:(?:db|admin|root|master-user|new)-)?"
+    rf"(?:passw(?:or)?d|pass|pwd){_OPTION_VALUE}"
+)
+_LONG_OPTION_WIDTH = 2 + 2 + len("master-user-password") + _OPTION_VALUE_WIDTH
 # `-p` is a port to ssh and `docker run`, a password only to these: MySQL's and MariaDB's
-# clients (attached, `-pS3cret`: `-p S3cret` prompts and names a database), a registry login,
-# sshpass (before the command it runs); redis-cli's is `-a` or `--pass`.
+# clients (attached, `-pS3cret`: `-p S3cret` prompts and names a database), MongoDB's shells
+# (`-p S3cret`), a registry's or a platform's login (docker, podman, nerdctl, buildah, skopeo,
+# `helm registry`, OpenShift's `oc`, Cloud Foundry's `cf`, the Azure CLI's `az` with a service
+# principal), sshpass (before the command it runs); redis-cli's is `-a` or `--pass`.
+_LOGINS = r"(?:docker|podman|nerdctl|buildah|skopeo|oc|cf|az|helm[ \t]{1,4}registry)"
 _SHORT_OPTION = (
-    rf"(?:{left(TOKEN_ALPHABET)}(?:mysql[a-z]{{0,6}}|mariadb(?:-[a-z]{{1,8}})?)"
+    rf"(?:{left(TOKEN_ALPHABET)}(?:(?:mysql[a-z]{{0,6}}|mariadb(?:-[a-z]{{1,8}})?)"
     + _COMMAND_TAIL
-    + r"[ \t]-p"
-    + r"|(?:docker|podman|nerdctl|buildah)[ \t]{1,4}login"
+    + _ARGUMENT
+    + r"-p"
+    + rf"|(?:{_LOGINS}[ \t]{{1,4}}login|mongo(?:sh)?)"
     + _COMMAND_TAIL
-    + r"[ \t]-p(?:[ \t]{1,4}|=)?"
+    + _ARGUMENT
+    + rf"-p(?:{_OPTION_VALUE})?"
     + r"|sshpass(?:[ \t]{1,4}-[ehv]){0,3}[ \t]{1,4}-p[ \t]{0,4}"
     + r"|redis-cli"
     + _COMMAND_TAIL
-    + r"[ \t](?:-a|--pass)[ \t]{1,4})"
+    + r"[ \t](?:-a|--pass)[ \t]{1,4}))"
 )
-# The widest branch: an escape and `mariadb-` + 8 letters, or `nerdctl`, 4 blanks, `login`,
-# then the tail, the option and its blanks.
-_SHORT_OPTION_WIDTH = 2 + 16 + _COMMAND_TAIL_WIDTH + 6 + 4
+# The widest branch: an escape, `helm`, 4 blanks, `registry`, 4 blanks, `login`, then the
+# tail, the option and its value's lead.
+_SHORT_OPTION_WIDTH = 2 + 25 + _COMMAND_TAIL_WIDTH + _ARGUMENT_WIDTH + 2 + _OPTION_VALUE_WIDTH
 
 
 # A short word is a label only as a whole segment (`DB_PASS`, `smtpPass`, `REDIS_AUTH`, never
@@ -120,12 +137,12 @@ def _options(kind: str, option: str, width: int, keywords: tuple[str, ...]) -> t
 
 RULES: tuple[Rule, ...] = (
     # Before the labelled values: `--password=…` is one too, and this kind names it.
-    *_options("cli_password_flag", _LONG_OPTION, _LONG_OPTION_WIDTH, ("passw",)),
+    *_options("cli_password_flag", _LONG_OPTION, _LONG_OPTION_WIDTH, ("pass", "pwd")),
     *_options(
         "cli_password_short_flag",
         _SHORT_OPTION,
         _SHORT_OPTION_WIDTH,
-        ("mysql", "mariadb", "login", "sshpass", "redis-cli"),
+        ("mysql", "mariadb", "login", "mongo", "sshpass", "redis-cli"),
     ),
     labelled(
         "generic_password",

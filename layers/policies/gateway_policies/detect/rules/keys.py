@@ -20,19 +20,20 @@ _B64_PEM_LONGEST = 16384
 
 RULES: tuple[Rule, ...] = (
     # A PEM private key as base64 (a kubeconfig's `client-key-data`, a Secret's `tls.key`, a
-    # CI variable): base64 of `-----BEGIN ` is always `LS0tLS1CRUdJTi`. On one line, or wrapped
-    # as `base64` (76 columns) and `openssl base64` (64) wrap it.
+    # CI variable): base64 of `-----BEGIN ` is always `LS0tLS1CRUdJTi`, distinctive enough to
+    # need no boundary before it (a URL's path, base64 of a file holding the key). On one line,
+    # or wrapped as `base64` (76 columns) and `openssl base64` (64) wrap it.
     Rule(
         kind="base64_private_key",
         pattern=(
-            rf"(?:^|[^{_B64}]|\\[nrt])(?P<secret>LS0tLS1CRUdJTi"
+            r"(?P<secret>LS0tLS1CRUdJTi"
             rf"(?:[{_B64}]{{50}}(?:[{_B64}]{{12}})?{_BREAK}"
             rf"(?:[{_B64}]{{64}}(?:[{_B64}]{{12}})?{_BREAK}){{0,{_WRAPPED_LINES}}})?"
             rf"[{_B64}]{{8,{_B64_PEM_LONGEST}}}={{0,2}})(?:[^{_B64}=]|$)"
         ),
-        max_length=2 + 14 + (62 + 2) + (76 + 2) * _WRAPPED_LINES + _B64_PEM_LONGEST + 2 + 1,
+        max_length=14 + (62 + 2) + (76 + 2) * _WRAPPED_LINES + _B64_PEM_LONGEST + 2 + 1,
         keywords=("ls0tls1crudjti",),
-        lead=2,
+        lead=0,
         validator=base64_private_key,
     ),
     token(
