@@ -50,3 +50,13 @@ def test_a_long_auth_among_them_is_found_exactly() -> None:
     start = text.index(ECR)
     assert kinds(text) == [("docker_config_auth", (start, start + len(ECR)))]
     assert sorted(ENGINE.find(text)) == sorted(ReferenceEngine(RULES).find(text))
+
+
+def test_keywords_in_any_case_and_near_matches_find_what_re_finds() -> None:
+    """Hyperscan reports keywords in any case; `re` tries a match only from each of them."""
+    key = base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + b"Q7pZ" * 40).decode()
+    config = base64.b64encode(json.dumps({"auths": {"r": {"auth": "Ym9iOlE3cFo4cTJ4"}}}).encode())
+    pieces = [key, config.decode(), key.lower(), key.upper(), key[:20], '"AUTH": "x"', ECR[:30]]
+    text = "\n".join(piece + " " + piece for piece in pieces)
+    assert sorted(ENGINE.find(text)) == sorted(ReferenceEngine(RULES).find(text))
+    assert {kind for kind, _ in kinds(text)} >= {"base64_private_key", "docker_config_base64"}

@@ -35,7 +35,7 @@ from typing import Any
 
 import hyperscan
 
-from .confirm import Span, windows
+from .confirm import Span, anchored, windows
 from .rule import Rule
 from .ruleset import RuleSet
 
@@ -153,7 +153,8 @@ class HyperscanEngine:
             if sum(high - low for low, high in starts) > CONFIRM_CHARACTERS:
                 return [(index, (0, len(text)))]
             pattern = self.ruleset.compiled[index]
-            found += [(index, span) for span in windows(rule, pattern, text, starts)]
+            confirm = anchored if _lead(rule) != rule.max_length else windows
+            found += [(index, span) for span in confirm(rule, pattern, text, starts)]
         return found
 
 
