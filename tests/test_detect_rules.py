@@ -19,7 +19,14 @@ from gateway_policies.detect.rule import Rule
 from gateway_policies.detect.rules import RULES, core, generic, keys, pii
 
 from .support.rule_scan import scan
-from .support.secret_samples import Sample, false_positives, true_positives
+from .support.secret_samples import (
+    FAMILIES,
+    Sample,
+    bare,
+    false_positives,
+    strict_formats,
+    true_positives,
+)
 from .support.servers import ROOT
 
 pytestmark = pytest.mark.unit
@@ -134,6 +141,24 @@ def test_every_sample_is_found_with_its_kind_in_every_context(sample: Sample) ->
             at = sample.text.find(secret, at + 1)
 
 
+BARE = [sample for value in strict_formats() for sample in bare(value)]
+
+
+@pytest.mark.parametrize("sample", BARE, ids=[f"{s.kind}-{s.context}" for s in BARE])
+def test_every_strict_format_is_found_with_no_label(sample: Sample) -> None:
+    """In a log line, a URL, a JSON value whose key names nothing and a YAML list item."""
+    test_every_sample_is_found_with_its_kind_in_every_context(sample)
+
+
+def test_every_strict_format_family_is_tried_with_no_label_in_four_contexts() -> None:
+    contexts: dict[str, set[str]] = {}
+    for sample in BARE:
+        contexts.setdefault(sample.kind, set()).add(sample.context)
+    prefixed = {family.kind for family in FAMILIES if not family.labelled}
+    assert prefixed <= set(contexts)
+    assert all(len(found) >= 4 for found in contexts.values())
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_other_draws_of_every_format_are_found_too(seed: int) -> None:
     missed = [
@@ -155,3 +180,15 @@ def test_the_policies_doc_states_the_catalogue_s_size() -> None:
     text = (ROOT / "docs" / "policies.md").read_text()
     # A kind may take more than one rule (a Kubernetes Secret in either key order).
     assert f"{len({rule.kind for rule in RULES})} kinds: the seven above" in text
+
+
+def test_the_policies_doc_says_which_families_need_a_label() -> None:
+    """Its catalogue table's `needs a label` column says `no` exactly for the families tested
+    above with none (documents and personal data say how they are found instead)."""
+    text = (ROOT / "docs" / "policies.md").read_text()
+    header = "| kind | provider | found by (keyword) | validator | needs a label | default |\n"
+    rows = text.split(header, 1)[1].split("\n\n", 1)[0].split("\n")[1:]
+    label = {row.split(" | ")[0][3:-1]: row.split(" | ")[4] for row in rows}
+    assert set(label) == KINDS - CORE_KINDS
+    strict = {value.kind for value in strict_formats()}
+    assert {kind for kind, says in label.items() if says == "no"} == strict - CORE_KINDS

@@ -187,11 +187,14 @@ FAMILIES: tuple[Family, ...] = (
     Family("netlify_access_token", ("nfc_", R(A62, 36))),
     Family("openshift_user_token", ("sha256~", R(B64URL, 43))),
     Family("vault_token", ("hvs.", R(B64URL, 90, 100))),
+    Family("vault_token", ("hvr.", R(B64URL, 90, 100))),
     Family("vault_batch_token", ("hvb.", R(B64URL, 138, 200))),
     Family("vault_legacy_token", ("s.", R(A62, 24)), "vault_token", labelled=True),
     Family(
         "vault_legacy_token", ("s.", R(A62, 24), ".", R(A62, 4, 5)), "vault_token", labelled=True
     ),
+    Family("vault_legacy_token", ("r.", R(A62, 24)), "vault_token", labelled=True),
+    Family("vault_legacy_token", ("b.AAAAAQ", R(B64URL, 100, 200)), "vault_token", labelled=True),
     Family("terraform_cloud_token", (R(A62, 14), ".atlasv1.", R(B64URL, 60, 70))),
     Family("pulumi_access_token", ("pul-", R(HEX, 40))),
     Family("doppler_token", ("dp.pt.", R(A62, 40, 44))),
@@ -267,6 +270,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("mailgun_api_key", ("key-", R(HEX, 32))),
     Family("mailchimp_api_key", (R(HEX, 32), "-us", R(DIGITS, 2))),
     Family("brevo_api_key", ("xkeysib-", R(HEX, 64), "-", R(A62, 16))),
+    Family("brevo_smtp_key", ("xsmtpsib-", R(HEX, 64), "-", R(A62, 16))),
     # payments
     Family("stripe_secret_key", ("sk_live_", R(A62, 24, 99))),
     Family("stripe_secret_key", ("sk_test_", R(A62, 24))),
@@ -304,6 +308,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("prefect_api_key", ("pnu_", R(A62, 36))),
     Family("readme_api_key", ("rdme_", R(LOWER, 70))),
     Family("launchdarkly_access_token", ("api-", *_UUID)),
+    Family("launchdarkly_sdk_key", ("sdk-", *_UUID)),
     Family("linear_api_key", ("lin_api_", R(A62, 40))),
     Family("airtable_personal_access_token", ("pat", R(A62, 14), ".", R(HEX, 64))),
     Family("typeform_api_token", ("tfp_", R(B64URL, 59))),
@@ -311,6 +316,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("contentful_access_token", ("CFPAT-", R(B64URL, 43))),
     Family("hubspot_private_app_token", ("pat-na1-", *_UUID)),
     Family("notion_integration_token", ("ntn_", R(DIGITS, 11), R(A62, 35))),
+    Family("notion_integration_token", ("secret_", R(A62, 43))),
     Family(
         "asana_personal_access_token", ("2/", R(DIGITS, 16), "/", R(DIGITS, 16), ":", R(HEX, 32))
     ),
@@ -353,6 +359,7 @@ FAMILIES: tuple[Family, ...] = (
     # core kinds (their rules live in rules/core.py)
     Family("anthropic_api_key", ("sk-ant-api03-", R(B64URL, 93), "AA")),
     Family("aws_access_key_id", ("AKIA", R(UPPER, 16))),
+    Family("aws_access_key_id", ("ABIA", R(UPPER, 16))),
     Family("aws_secret_access_key", (R(A62 + "/+", 40),), "aws_secret_access_key", labelled=True),
     Family("github_token", ("ghp_", R(A62, 30)), finish=crc_suffixed),
     Family("github_token", ("github_pat_", R(A62, 22), "_", R(A62, 59))),
@@ -466,6 +473,22 @@ COMMAND_LINES = (
     # The shell's operators end an unquoted word; a newline is one escaped in a JSON tool result.
     ("cli_password_short_flag", "mysql -uroot -p{}<schema.sql", "db_restore"),
     ("cli_password_short_flag", "cd /srv/backups\nmysqldump -uroot -p{}|gzip>b.sql.gz", "backup"),
+    # An argument list, on one line or one item a line, and a YAML list of arguments.
+    ("cli_password_short_flag", '["mysql", "-h", "db.internal", "-uroot", "-p{}", "app"]', "argv"),
+    ("cli_password_flag", '[\n  "pg_dump",\n  "--password",\n  "{}"\n]', "argv_lines"),
+    ("cli_password_flag", "args:\n  - --password\n  - {}\n  - --verbose\n", "yaml_args"),
+    ("cli_password_flag", "./deploy.sh --pass {} --env prod", "deploy"),
+    ("cli_password_flag", "./deploy.sh --pwd={} --env prod", "deploy"),
+    ("cli_password_short_flag", "oc login -u developer -p {} https://api.crc.testing:6443", "oc"),
+    ("cli_password_short_flag", "helm registry login ghcr.io -u bob -p {}", "helm"),
+    ("cli_password_short_flag", "skopeo login -u bob -p {} quay.io", "skopeo"),
+    ("cli_password_short_flag", "cf login -a https://api.cf.example.com -u bob -p {}", "cf"),
+    (
+        "cli_password_short_flag",
+        "az login --service-principal -u 3f1c2a4e-0b6d-4c1e-9a7f-2d5b8e6c1a90 -p {} --tenant t1",
+        "az",
+    ),
+    ("cli_password_short_flag", 'mongosh "mongodb://db.internal:27017" -u admin -p {}', "mongo"),
 )
 """Commands that take a password as an option, written as each command's manual has it."""
 
@@ -473,7 +496,8 @@ COMMAND_LINES = (
 def _command_lines(rng: random.Random) -> Iterator[Value]:
     """Passwords and tokens given on a command line."""
     for kind, command, label in COMMAND_LINES:
-        password = _password(rng, 16).replace("@", "!")
+        # `%s` in a value is a format's placeholder, never taken (validators._TEMPLATE_MARKS).
+        password = _password(rng, 16).replace("@", "!").replace("%", "!")
         yield Value(kind, command.format(password), password, label)
     # Quoted, a password may hold spaces.
     spaced = f"{_password(rng, 8)} {_password(rng, 8)}".replace("@", "!")
@@ -488,6 +512,68 @@ def _command_lines(rng: random.Random) -> Iterator[Value]:
         f'curl -H "X-Vault-Token: {token}" https://vault.internal:8200/v1/auth/token/lookup-self'
     )
     yield Value("vault_legacy_token", header, token, "vault_request")
+
+
+SEGMENT_LABELS = (
+    ("generic_password", "db_pass"),
+    ("generic_password", "smtp_pass"),
+    ("generic_password", "redis_pass"),
+    ("generic_password", "mysql_pw"),
+    ("generic_secret", "encryption_key"),
+    ("generic_secret", "master_key"),
+    ("generic_secret", "signing_key"),
+    ("generic_secret", "private_key"),
+    ("generic_secret", "redis_auth"),
+)
+"""The most common `.env` names of a credential whose word is a short segment (issue 40)."""
+
+
+def _credential_files(rng: random.Random) -> Iterator[Value]:
+    """`.env` names made of segments, ~/.netrc and ~/.pgpass."""
+    for kind, label in SEGMENT_LABELS:
+        password = _password(rng, 18)
+        yield Value(kind, password, password, label)
+    password = _password(rng, 16).replace("@", "!")
+    netrc = (
+        "machine api.heroku.com\n  login bob\n  password "
+        f"{password}\nmachine git.heroku.com login bob password {password}\n"
+    )
+    yield Value("netrc_password", netrc, password, "", document=True)
+    first, second = _password(rng, 16), _password(rng, 20)
+    pgpass = f"db.internal:5432:billing:app_user:{first}\n*:*:*:replicator:{second}\n"
+    yield Value("pgpass_password", pgpass, first, "", document=True, more=(second,))
+
+
+def _bedrock(rng: random.Random) -> Iterator[Value]:
+    """Amazon Bedrock API keys: long-term `ABSK` + base64 of `BedrockAPIKey-<id>-at-<account>:
+    <secret>`; short-term `bedrock-api-key-` + base64 of a presigned URL on bedrock's host."""
+    account = Random(DIGITS, 12).draw(rng)
+    long_term = (
+        f"BedrockAPIKey-{Random(LOWER, 4).draw(rng)}-at-{account}:{Random(A62, 40).draw(rng)}"
+    )
+    key = "ABSK" + base64.b64encode(long_term.encode()).decode()
+    yield Value("aws_bedrock_api_key", key, key, "aws_bearer_token_bedrock", labelled=False)
+    presigned = (
+        "bedrock.amazonaws.com/?Action=CallWithBearerToken&X-Amz-Algorithm=AWS4-HMAC-SHA256"
+        f"&X-Amz-Credential=ASIA{Random(UPPER, 16).draw(rng)}%2F20250701%2Fus-east-1%2Fbedrock"
+        f"%2Faws4_request&X-Amz-Date=20250701T120000Z&X-Amz-Expires=43200"
+        f"&X-Amz-Security-Token={quote(Random(A62 + '+/', 600).draw(rng), safe='')}"
+        f"&X-Amz-Signature={Random(HEX, 64).draw(rng)}&X-Amz-SignedHeaders=host&Version=1"
+    )
+    key = "bedrock-api-key-" + base64.b64encode(presigned.encode()).decode()
+    yield Value("aws_bedrock_api_key", key, key, "aws_bearer_token_bedrock", labelled=False)
+
+
+def _vault_table(rng: random.Random) -> Value:
+    """What `vault login` prints for a pre-1.10 server."""
+    token = "s." + Random(A62, 24).draw(rng)
+    table = (
+        "Success! You are now authenticated.\n\nKey                  Value\n"
+        "---                  -----\n"
+        f"token                {token}\ntoken_accessor       {Random(A62, 24).draw(rng)}\n"
+        'token_duration       768h\ntoken_renewable      true\ntoken_policies       ["default"]\n'
+    )
+    return Value("vault_legacy_token", table, token, "", document=True)
 
 
 def _basic(rng: random.Random, user: str) -> str:
@@ -516,6 +602,70 @@ def _registry_auths(rng: random.Random) -> Iterator[Value]:
         "//registry.example.com/:always-auth=true\n"
     )
     yield Value("npm_legacy_auth", npmrc, auth, "", document=True)
+    yield from _wrapped_in_base64(rng)
+
+
+def _ecr_password(rng: random.Random) -> str:
+    """What `aws ecr get-login-password` prints: base64 of a JSON envelope (payload, data key,
+    version, type, expiration) of about 2,000 characters."""
+    envelope = {
+        "payload": Random(A62 + "+/", 1100).draw(rng),
+        "datakey": Random(A62 + "+/", 400).draw(rng),
+        "version": "2",
+        "type": "DATA_KEY",
+        "expiration": rng.randint(1_700_000_000, 1_800_000_000),
+    }
+    return base64.b64encode(json.dumps(envelope).encode()).decode()
+
+
+def _pem(rng: random.Random, title: str, lines: int) -> str:
+    body = "\n".join(Random(A62 + "+/", 64).draw(rng) for _ in range(lines))
+    return f"-----BEGIN {title}-----\n{body}\n-----END {title}-----\n"
+
+
+def _wrapped_in_base64(rng: random.Random) -> Iterator[Value]:
+    """Credentials inside base64 (issue 40, item 5): a kubeconfig's `client-key-data`, a key
+    as `base64` wraps it, an ECR login in a Docker config, a `.dockerconfigjson`, a Python
+    dict's repr of a registry entry, npm's `_password`."""
+    b64 = base64.b64encode
+    key = b64(_pem(rng, "RSA PRIVATE KEY", 25).encode()).decode()
+    certificate = b64(_pem(rng, "CERTIFICATE", 18).encode()).decode()
+    kubeconfig = (
+        "apiVersion: v1\nclusters:\n- cluster:\n"
+        f"    certificate-authority-data: {certificate}\n    server: https://10.0.0.1:6443\n"
+        "  name: prod\nusers:\n- name: admin\n  user:\n"
+        f"    client-certificate-data: {certificate}\n    client-key-data: {key}\n"
+    )
+    yield Value("base64_private_key", kubeconfig, key, "", document=True)
+    key = b64(_pem(rng, "OPENSSH PRIVATE KEY", 12).encode()).decode()
+    wrapped = "\n".join(key[i : i + 76] for i in range(0, len(key), 76))
+    lines = tuple(wrapped.split("\n"))
+    document = f"$ base64 id_ed25519\n{wrapped}\n"
+    yield Value("base64_private_key", document, lines[0], "", document=True, more=lines[1:])
+    key = b64(_pem(rng, "EC PRIVATE KEY", 4).encode()).decode()
+    yield Value("base64_private_key", key, key, "tls_key_b64", labelled=False)
+    ecr = b64(f"AWS:{_ecr_password(rng)}".encode()).decode()
+    config = json.dumps({"auths": {"123456789012.dkr.ecr.us-east-1.amazonaws.com": {"auth": ecr}}})
+    yield Value("docker_config_auth", config, ecr, "docker_auth_config")
+    auth = _basic(rng, "deploy")
+    yield Value("docker_config_auth", repr({"auth": auth, "email": ""}), auth, "registry_entry")
+    config = json.dumps(
+        {
+            "auths": {
+                "ghcr.io": {
+                    "username": "bob",
+                    "password": _password(rng, 20),
+                    "auth": _basic(rng, "bob"),
+                }
+            }
+        },
+        separators=(",", ":"),
+    )
+    encoded = b64(config.encode()).decode()
+    yield Value("docker_config_base64", encoded, encoded, "dockerconfigjson", labelled=False)
+    password = b64(_password(rng, 16).encode()).decode()
+    line = f"//registry.example.com/:username=ci\n//registry.example.com/:_password={password}\n"
+    yield Value("npm_legacy_password", line, password, "npmrc_password")
 
 
 def _specials(rng: random.Random) -> Iterator[Value]:
@@ -526,13 +676,14 @@ def _specials(rng: random.Random) -> Iterator[Value]:
     yield Value("jwt", jwt, jwt, "session_jwt", labelled=False)
     sig = quote(base64.b64encode(rng.randbytes(32)).decode(), safe="")
     sas = f"https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&se=2030-01-01&sig={sig}"
-    yield Value("azure_sas_token", sas, sig, "blob_url")
+    yield Value("azure_sas_token", sas, sig, "blob_url", labelled=False)
     account_key = base64.b64encode(rng.randbytes(64)).decode()
     yield Value(
         "azure_storage_account_key",
         f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={account_key};EndpointSuffix=core.windows.net",
         account_key,
         "storage_connection_string",
+        labelled=False,
     )
     shared = base64.b64encode(rng.randbytes(32)).decode()
     yield Value(
@@ -540,9 +691,13 @@ def _specials(rng: random.Random) -> Iterator[Value]:
         f"Endpoint=sb://bus.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={shared}",
         shared,
         "servicebus_connection",
+        labelled=False,
     )
     password = _password(rng, 20)
     yield Value("generic_password", password, password, "db_password")
+    yield from _credential_files(rng)
+    yield from _bedrock(rng)
+    yield _vault_table(rng)
     client_secret = Random(A62, 32).draw(rng)
     yield Value("generic_secret", client_secret, client_secret, "oauth_client_secret")
     url_password = quote(_password(rng, 18), safe="-_.~")  # RFC 3986 userinfo
@@ -551,6 +706,7 @@ def _specials(rng: random.Random) -> Iterator[Value]:
         f"postgres://app_user:{url_password}@db.internal:5432/billing",
         url_password,
         "database_url",
+        labelled=False,
     )
     curl_password = _password(rng, 16).replace("@", "!")
     yield Value(
@@ -670,6 +826,38 @@ def placed(value: Value) -> list[Sample]:
     ]
 
 
+def bare(value: Value) -> list[Sample]:
+    """A strict-format value with no label naming it: in log lines, a URL, a JSON value whose
+    key names nothing, a YAML list item. (A URL family's value is the URL itself.)"""
+    v, secrets = value.value, value.secrets
+    url = (
+        f"POST {v} HTTP/1.1"
+        if v.startswith("https://")
+        else f"GET https://api.internal.test/v1/items/{v}?page=2"
+    )
+    return [
+        Sample(value.kind, "log", f"2025-01-07T10:00:00Z [DEBUG] using key={v}\n", secrets),
+        Sample(value.kind, "log_dash", f"billing token - '{v}'\nretrying in 2s\n", secrets),
+        Sample(value.kind, "url", f"{url}\nHost: api.internal.test\n", secrets),
+        Sample(value.kind, "json_value", json.dumps({"id": 7, "data": v, "next": None}), secrets),
+        Sample(value.kind, "yaml_list", f"steps:\n  - checkout\n  - {v}\n  - deploy\n", secrets),
+    ]
+
+
+def strict_formats(seed: int = 0) -> list[Value]:
+    """The values found by their format alone: no label names them (docs/policies.md's
+    catalogue says "no" in its label column)."""
+    return [
+        value
+        for value in values(seed)
+        if not value.labelled and not value.document and value.kind not in PERSONAL_DATA
+    ]
+
+
+PERSONAL_DATA = ("payment_card", "iban", "us_ssn", "phone")
+"""Opt-in, and no secret: a number in a URL's path is an id there, so not looked for in one."""
+
+
 def true_positives(seed: int = 0) -> list[Sample]:
     return [sample for value in values(seed) for sample in placed(value)]
 
@@ -765,6 +953,32 @@ def corpus_near_misses(rng: random.Random) -> Iterator[str]:
     yield "version 1234-5678-9012-3456 and build 2024-01-1234\n"
     yield "ctx.quantize(Decimal('+35236450.6'), rounding=ROUND_UP)\n"
     yield from _command_near_misses()
+    yield from _segment_near_misses()
+    yield from _base64_near_misses(rng)
+
+
+def _segment_near_misses() -> Iterator[str]:
+    """A credential word inside another word or not ending the label, and lines shaped like a
+    .pgpass line that are not one (compiler and linter output, /etc/passwd)."""
+    value = "Xk3v9Lq2Zr8wT5"
+    for label in ("bypass", "passenger", "PASSPORT", "compass_dir", "author", "AUTH_TYPE"):
+        yield from _labelled(label, value)
+    yield "app.py:12:5: E501 line too long (89 > 79 characters)\n"
+    yield "main.c:12:5: error: expected ';' before '}' token\n"
+    yield "daemon:*:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+    yield "root:x:0:0:root:/root:/bin/bash\n"
+    yield "DB_PASS=/run/secrets/db_pass\nSMTP_PASS=${SMTP_PASSWORD}\nREDIS_PASS=changeme\n"
+    yield "machine api.example.com login bob password ${NETRC_PASSWORD}\n"
+
+
+def _base64_near_misses(rng: random.Random) -> Iterator[str]:
+    """Base64 that holds no credential: a certificate, a Docker config without credentials."""
+    certificate = base64.b64encode(_pem(rng, "CERTIFICATE", 10).encode()).decode()
+    yield f"    certificate-authority-data: {certificate}\n"
+    empty = json.dumps({"auths": {"ghcr.io": {}}, "credsStore": "desktop"}, separators=(",", ":"))
+    yield f".dockerconfigjson: {base64.b64encode(empty.encode()).decode()}\n"
+    yield "//registry.example.com/:_password=${NPM_PASSWORD}\n"
+    yield f"_password={base64.b64encode(b'changeme').decode()}\n"
 
 
 def _command_near_misses() -> Iterator[str]:
@@ -796,6 +1010,12 @@ def _command_near_misses() -> Iterator[str]:
     yield '{"auth": "${DOCKER_AUTH}", "email": ""}\n'
     yield "return s.substring(0, 24);\n"
     yield "String upper = s.toUpperCase(Locale.ROOT);\n"
+    yield "oc login -u developer -p developer https://api.crc.testing:6443\n"
+    yield "mongosh --port 27017 --quiet\n"
+    yield json.dumps(["ssh", "-p", "2222", "bastion.internal"])
+    yield json.dumps(["docker", "run", "-p", "8080:80", "nginx"])
+    yield "args:\n  - --password\n  - $(DB_PASSWORD)\n"
+    yield json.dumps(["pg_dump", "--password", "--host", "db.internal"], indent=2)
     yield "vault login -method=userpass username=bob\n"
     yield "export VAULT_TOKEN=$(vault print token)\n"
     yield "vault_token = s.getVaultTokenFromTheEnvironment()\n"

@@ -9,7 +9,9 @@ there (confirm.windows), giving exactly one `re.finditer` pass's matches.
 A rule whose reach is long (a PEM key, a bearer token) makes a large automaton
 that compiles for seconds; it is looked for by its keywords instead, and `re`
 confirms around each: a match contains one, so it starts within its reach
-before the keyword's end.
+before the keyword's end, or within its `lead` when the rule knows it (a match
+that starts at its keyword, as a Docker config's `"auth"` does, is confirmed
+from there, however long its value: an ECR login's runs to thousands).
 
 The text Hyperscan reads has one byte per character, so an index is the same
 in both: ASCII as is, every other character as one non-ASCII byte. A rule
@@ -42,7 +44,7 @@ from typing import Any
 
 import hyperscan
 
-from .confirm import LOOKS_PAST, Span, at_starts, windows
+from .confirm import LOOKS_PAST, Span, anchored, at_starts, windows
 from .reverse import reversed_pattern
 from .rule import Rule
 from .ruleset import RuleSet
@@ -223,7 +225,7 @@ class HyperscanEngine:
             return [(self._meaning[events.dense].rule, (0, len(text)))]
         reaches: dict[int, list[Span]] = {}
         for index, ends in events.by_rule(self._meaning).items():
-            reaches[index] = _starts(ends, self.ruleset.rules[index].max_length)
+            reaches[index] = _starts(ends, _lead(self.ruleset.rules[index]))
             if sum(high - low for low, high in reaches[index]) > CONFIRM_CHARACTERS:
                 return [(index, (0, len(text)))]
         reversible = [span for n in self._reversible if n in reaches for span in reaches[n]]
@@ -233,11 +235,12 @@ class HyperscanEngine:
         found: list[tuple[int, Span]] = []
         for index, reach in reaches.items():
             rule, pattern = self.ruleset.rules[index], self.ruleset.compiled[index]
-            spans = (
-                windows(rule, pattern, text, reach)
-                if _by_keywords(rule)
-                else at_starts(rule, pattern, text, starts.get(index, ()))
-            )
+            if not _by_keywords(rule):
+                spans = at_starts(rule, pattern, text, starts.get(index, ()))
+            elif _lead(rule) != rule.max_length:
+                spans = anchored(rule, pattern, text, reach)
+            else:
+                spans = windows(rule, pattern, text, reach)
             found += [(index, span) for span in spans]
         return found
 
@@ -252,6 +255,14 @@ def _merged(spans: Iterable[Span]) -> list[Span]:
         else:
             merged.append((low, high))
     return merged
+
+
+def _lead(rule: Rule) -> int:
+    """How far before a reported end a match of `rule` may start: its reach, or for a rule
+    found by its keywords, how far before a keyword (its `lead` when it has one)."""
+    if rule.lead is not None and rule.max_length > LONG_REACH and rule.keywords:
+        return rule.lead
+    return rule.max_length
 
 
 def _starts(ends: list[int], reach: int) -> list[Span]:

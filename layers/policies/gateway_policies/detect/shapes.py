@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .rule import Rule
-from .validators import plausible_token, plausible_value
+from .validators import labelled_secret, plausible_token
 
 TOKEN_ALPHABET = "A-Za-z0-9_-"
 """The characters most issued tokens are made of (base62 plus `_` and `-`)."""
@@ -79,23 +79,39 @@ def labelled(
     keywords: tuple[str, ...],
     *,
     delimiters: str = r"\"'`\\ \t\r\n,;(){}<>\[\]",
-    validator: Validator | None = plausible_value,
+    validator: Validator | None = labelled_secret,
+    tail: bool = True,
 ) -> Rule:
     """A value after a label in .env, YAML, JSON, shell or code: `LABEL=v`, `label: "v"`,
-    `"label": "v"`, `export LABEL='v'`, `label := v`. `label` is matched without case and may
-    be followed by identifier characters (`password_hash`, `API_KEY_PROD`); `value` must end at
-    one of `delimiters`, none of which it may contain."""
+    `"label": "v"`, `export LABEL='v'`, `label := v`. `label` is matched without case and,
+    with `tail`, may be followed by identifier characters (`password_hash`, `API_KEY_PROD`);
+    without, `label` spells its own end (segments). `value` must end at one of `delimiters`,
+    none of which it may contain."""
+    rest = f"[A-Za-z0-9_.-]{{0,{LABEL_TAIL}}}" if tail else ""
     return Rule(
         kind=kind,
-        pattern=(
-            f"{label}[A-Za-z0-9_.-]{{0,{LABEL_TAIL}}}{_SEPARATOR}"
-            f"(?P<secret>{value})(?:[{delimiters}]|$)"
-        ),
+        pattern=f"{label}{rest}{_SEPARATOR}(?P<secret>{value})(?:[{delimiters}]|$)",
         max_length=label_width + LABEL_TAIL + _SEPARATOR_WIDTH + value_width + 1,
         keywords=keywords,
         validator=validator,
         ignore_case=True,
     )
+
+
+def segment(words: tuple[str, ...], *, last: bool = False) -> tuple[str, int]:
+    """A label one of whose segments (split at `_`, `-`, `.` and a change of case) is one of
+    `words` (the `last` one with `last`), and the label's widest match: `DB_PASS`, `smtp-pass`,
+    `dbPass`, `PASS_PROD`, never `bypass`, `passenger` or `PASSPORT`. A short word needs the
+    segment's edges, where a long one (`password`) is a label wherever it stands."""
+    lower = "|".join(words)
+    title = "|".join(word.title() for word in words)
+    edge = left("A-Za-z0-9")
+    rest = f"[A-Za-z0-9_.-]{{0,{LABEL_TAIL - 1}}}"
+    # What may follow the word in its identifier: a new segment (a separator, a digit, or an
+    # upper-case letter after a lower-case word), or nothing when the word ends the label.
+    camel, caps = ("", "") if last else (f"(?:[A-Z0-9_.-]{rest})?", f"(?:[0-9_.-]{rest})?")
+    label = f"(?-i:{edge}(?:{lower}){camel}|{edge}(?:{lower.upper()}){caps}|(?:{title}){camel})"
+    return label, 2 + max(map(len, words)) + LABEL_TAIL
 
 
 def hex_run(length: int) -> str:

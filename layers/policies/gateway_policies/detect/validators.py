@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
+import json
 import math
 import re
 import zlib
@@ -299,14 +300,84 @@ def phone(text: str) -> bool:
     return digits[:2] in CALLING_CODES or digits[:3] in CALLING_CODES
 
 
+LONG_PASSWORD = 64
+"""A password this long is an issued token (an ECR login's runs to thousands of characters):
+a placeholder word or a run of one character in it is chance, not a stand-in."""
+
+
+def _decoded(encoded: str) -> str | None:
+    """`encoded` as base64 of ASCII text, padded if its padding was left off, or None."""
+    try:
+        return base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
 def basic_credentials(encoded: str) -> bool:
     """An HTTP Basic value: base64 of printable `user:password` with a real password."""
-    try:
-        decoded = base64.b64decode(encoded, validate=True).decode("ascii")
-    except (binascii.Error, UnicodeDecodeError):
+    decoded = _decoded(encoded)
+    if decoded is None or not decoded.isprintable():
         return False
     _, colon, password = decoded.partition(":")
-    return bool(colon and password) and decoded.isprintable() and plausible_password(password)
+    if not (colon and password):
+        return False
+    if len(password) >= LONG_PASSWORD:
+        return not any(mark in password for mark in _TEMPLATE_MARKS)
+    return plausible_password(password)
+
+
+def base64_password(encoded: str) -> bool:
+    """npm's `_password`: base64 of the password alone, a real one."""
+    decoded = _decoded(encoded)
+    return decoded is not None and decoded.isprintable() and plausible_password(decoded)
+
+
+_PEM_HEAD = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_WRAP = re.compile(r"\\[nr]|[\r\n]")
+
+
+def base64_private_key(encoded: str) -> bool:
+    """Base64 of a PEM private key (a kubeconfig's `client-key-data`): its first line, decoded,
+    is a private key's BEGIN line (a certificate's is not a secret)."""
+    head = _WRAP.sub("", encoded)[:88]
+    decoded = _decoded(head[: len(head) - len(head) % 4])
+    return decoded is not None and _PEM_HEAD.match(decoded) is not None
+
+
+def docker_config(encoded: str) -> bool:
+    """Base64 of a Docker client config (a `.dockerconfigjson`): some registry's `auth` holds
+    real credentials, or its `password` is real; a config cut short counts when it names one."""
+    decoded = _decoded(encoded)
+    if decoded is None:
+        return False
+    try:
+        config = json.loads(decoded)
+    except ValueError:
+        return '"auth"' in decoded or '"password"' in decoded
+    registries = config.get("auths") if isinstance(config, dict) else None
+    if not isinstance(registries, dict):
+        return False
+    for entry in registries.values():
+        if not isinstance(entry, dict):
+            continue
+        auth, password = entry.get("auth"), entry.get("password")
+        if isinstance(auth, str) and auth and basic_credentials(auth):
+            return True
+        if isinstance(password, str) and password and plausible_password(password):
+            return True
+    return False
+
+
+def labelled_secret(value: str) -> bool:
+    """A labelled value (`plausible_value`); when it is base64 of printable text (what `auth`
+    and `_password` hold in registry configs), the text it encodes: `user:password` with a
+    real password, or a real password (`Y2hhbmdlbWU=` is `changeme`)."""
+    decoded = _decoded(value) if len(value) % 4 == 0 else None
+    if decoded is None or not decoded.isprintable():
+        return plausible_value(value)
+    if ":" in decoded:
+        return basic_credentials(value)
+    return plausible_password(decoded)
 
 
 def azure_signature(signature: str) -> bool:

@@ -9,8 +9,10 @@ from ..shapes import UUID, UUID_WIDTH, hex_run, labelled, token
 from ..validators import azure_signature, plausible_token
 
 _B64 = "A-Za-z0-9+/"
-_VAULT_LEGACY = r"s\.[A-Za-z0-9]{24}(?:\.[A-Za-z0-9]{4,5})?"
-_VAULT_LEGACY_WIDTH = 2 + 24 + 6
+# Service (`s.`) and recovery (`r.`) tokens are 24 base62; a batch token (`b.`) is an encrypted
+# blob of a hundred characters or more.
+_VAULT_LEGACY = r"(?:[sr]\.[A-Za-z0-9]{24}(?:\.[A-Za-z0-9]{4,5})?|b\.[A-Za-z0-9_-]{80,300})"
+_VAULT_LEGACY_WIDTH = 2 + 300
 
 # A Secret manifest's values: the `data:` (base64) or `stringData:` entries, up to 16 of them,
 # before or after its `kind: Secret` line (kubectl prints keys in alphabetical order: `data`
@@ -106,6 +108,9 @@ RULES: tuple[Rule, ...] = (
     ),
     token("openshift_user_token", r"sha256~[A-Za-z0-9_-]{43}", 50, ("sha256~",)),
     token("vault_token", r"hvs\.[A-Za-z0-9_-]{90,120}", 124, ("hvs.",)),
+    # Recovery tokens (`hvr.`, a recovery-mode server's): the prefix is documented, the length
+    # is not; taken to be a service token's.
+    token("vault_token", r"hvr\.[A-Za-z0-9_-]{90,120}", 124, ("hvr.",)),
     token("vault_batch_token", r"hvb\.[A-Za-z0-9_-]{138,300}", 304, ("hvb.",)),
     # Vault's service tokens before 1.10: `s.` and 24 base62, with `.` and the namespace's id
     # in a namespace (vault/token_store.go). `s.` + 24 letters is also code (`s.someMethodName`),
@@ -130,6 +135,17 @@ RULES: tuple[Rule, ...] = (
         keywords=("vault",),
         validator=plausible_token,
     ),
+    # `vault login` and `vault token lookup` print a table: `token   s.…`, `id   s.…`.
+    Rule(
+        kind="vault_legacy_token",
+        pattern=(
+            r"(?:^|[\r\n]|\\n)(?:token|id)[ \t]{2,40}"
+            rf"(?P<secret>{_VAULT_LEGACY})(?:[^A-Za-z0-9_.-]|$)"
+        ),
+        max_length=2 + 5 + 40 + _VAULT_LEGACY_WIDTH + 1,
+        keywords=("token", "id"),
+        validator=plausible_token,
+    ),
     token(
         "terraform_cloud_token",
         r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,70}",
@@ -151,6 +167,23 @@ RULES: tuple[Rule, ...] = (
         1400,
         ("session",),
         validator=plausible_token,
+    ),
+    # Amazon Bedrock API keys (docs.aws.amazon.com/bedrock/latest/userguide/api-keys.html):
+    # a long-term key is `ABSK` and base64 of `BedrockAPIKey-…`; a short-term one is
+    # `bedrock-api-key-` and base64 of a presigned `bedrock.amazonaws.com/?Action=…` URL.
+    token(
+        "aws_bedrock_api_key",
+        r"ABSKQmVkcm9ja0FQSUtleS[A-Za-z0-9+/]{20,400}={0,2}",
+        22 + 402,
+        ("absk",),
+        alphabet="A-Za-z0-9+/=_-",
+    ),
+    token(
+        "aws_bedrock_api_key",
+        r"bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/]{20,4000}={0,2}",
+        44 + 4002,
+        ("bedrock-api-key-",),
+        alphabet="A-Za-z0-9+/=_-",
     ),
     token("amazon_mws_auth_token", r"amzn\.mws\." + UUID, 9 + UUID_WIDTH, ("amzn.mws.",)),
     Rule(

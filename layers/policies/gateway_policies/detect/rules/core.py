@@ -56,9 +56,11 @@ RULES: tuple[Rule, ...] = (
         kind="aws_access_key_id",
         # Not inside a longer run of capitals and digits, whatever comes before it (`\nAKIA…`
         # in a JSON-escaped file): the delimiters are consumed, outside the secret.
-        pattern=r"(?:^|[^A-Z0-9])(?P<secret>(?:AKIA|ASIA)[A-Z0-9]{16})(?:[^A-Z0-9]|$)",
+        # AKIA a user's key, ASIA a temporary one, ABIA an STS service bearer token, ACCA a
+        # context-specific credential (IAM's unique ID prefixes).
+        pattern=r"(?:^|[^A-Z0-9])(?P<secret>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})(?:[^A-Z0-9]|$)",
         max_length=22,
-        keywords=("akia", "asia"),
+        keywords=("akia", "asia", "abia", "acca"),
     ),
     # Forty characters of base64 are any hash or blob: only a labelled one is this kind.
     Rule(

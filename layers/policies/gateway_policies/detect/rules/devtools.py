@@ -5,12 +5,22 @@ from __future__ import annotations
 
 from ..rule import Rule
 from ..shapes import UUID, UUID_WIDTH, hex_run, labelled, token
-from ..validators import basic_credentials, jwt_header, npm_checksum
+from ..validators import (
+    base64_password,
+    basic_credentials,
+    docker_config,
+    jwt_header,
+    npm_checksum,
+)
 
 _B64URL = "[A-Za-z0-9_-]"
 _BASIC = r"(?P<secret>[A-Za-z0-9+/]{6,400}={0,2})"
 """Base64 of `user:password`, as HTTP Basic carries it (validators.basic_credentials)."""
 _BASIC_WIDTH = 402
+_REGISTRY_AUTH_LONGEST = 8192
+"""An ECR login (`AWS:` and a token of about 2,000 characters) with room to spare."""
+_DOCKER_CONFIG_LONGEST = 32768
+"""A `.dockerconfigjson` holding a few registries, ECR logins among them."""
 
 RULES: tuple[Rule, ...] = (
     # npm's tokens carry GitHub's checksum: 30 random characters and their CRC32 in base62.
@@ -52,13 +62,45 @@ RULES: tuple[Rule, ...] = (
     ),
     # A registry's entry in Docker's client config (`~/.docker/config.json`, and Podman's
     # `auth.json`, a `DOCKER_AUTH_CONFIG`, a `.dockerconfigjson`): `"auth"`, base64 of
-    # `user:password`, in JSON that may be pretty-printed or escaped inside another string.
+    # `user:password`, in JSON that may be pretty-printed or escaped inside another string, or
+    # a Python dict's repr (`{'auth': '…'}`). An ECR login's runs to thousands of characters:
+    # the match starts at its keyword (`lead`), so the engine confirms it from there.
     Rule(
         kind="docker_config_auth",
-        pattern=(r"\\?\"auth\\?\"[ \t]{0,4}:[ \t]{0,4}\\?\"" + _BASIC + r"\\?\""),
-        max_length=2 + 5 + 2 + 4 + 1 + 4 + 2 + _BASIC_WIDTH + 2,
-        keywords=('"auth',),
+        pattern=(
+            r"\\?[\"']auth\\?[\"'][ \t]{0,4}:[ \t]{0,4}\\?[\"']"
+            rf"(?P<secret>[A-Za-z0-9+/]{{6,{_REGISTRY_AUTH_LONGEST}}}={{0,2}})\\?[\"']"
+        ),
+        max_length=2 + 4 + 2 + 4 + 1 + 4 + 2 + _REGISTRY_AUTH_LONGEST + 2 + 2,
+        keywords=('"auth', "'auth"),
+        lead=1,
         validator=basic_credentials,
+    ),
+    # The whole config as base64 (a Kubernetes `.dockerconfigjson`, a CI variable): base64 of
+    # `{"auths":` (kubectl's compact JSON), of `{\n\t"auths"` (docker's own file) or of
+    # `{\n  "auths"` begins it, distinctive enough to need no boundary before it.
+    Rule(
+        kind="docker_config_base64",
+        pattern=(
+            r"(?P<secret>(?:eyJhdXRocyI6|ewoJImF1dGhz|ewogICJhdXRo)"
+            rf"[A-Za-z0-9+/]{{16,{_DOCKER_CONFIG_LONGEST}}}={{0,2}})(?:[^A-Za-z0-9+/=]|$)"
+        ),
+        max_length=12 + _DOCKER_CONFIG_LONGEST + 2 + 1,
+        keywords=("eyjhdxrocyi6", "ewojimf1dghz", "ewogicjhdxro"),
+        lead=0,
+        validator=docker_config,
+    ),
+    # .npmrc's `_password` (next to `username`): base64 of the password alone.
+    Rule(
+        kind="npm_legacy_password",
+        pattern=(
+            r"(?:^|[^A-Za-z0-9])_password[ \t]{0,4}=[ \t]{0,4}\\?[\"']?"
+            r"(?P<secret>[A-Za-z0-9+/]{4,400}={0,2})(?:[^A-Za-z0-9+/=]|$)"
+        ),
+        max_length=1 + 9 + 4 + 1 + 4 + 2 + 402 + 1,
+        keywords=("_password",),
+        validator=base64_password,
+        ignore_case=True,
     ),
     token("jfrog_api_key", r"AKCp[A-Za-z0-9]{69}", 73, ("akcp",)),
     token("jfrog_reference_token", r"cmVmdGtuOjAxOj[A-Za-z0-9]{50}", 64, ("cmvmdgtuojaxoj",)),
@@ -69,6 +111,8 @@ RULES: tuple[Rule, ...] = (
     token("prefect_api_key", r"pnu_[A-Za-z0-9]{36}", 40, ("pnu_",)),
     token("readme_api_key", r"rdme_[a-z0-9]{70}", 75, ("rdme_",)),
     token("launchdarkly_access_token", r"api-" + UUID, 4 + UUID_WIDTH, ("api-",)),
+    # A server-side SDK key (a mobile key, `mob-`, and a client-side id are public).
+    token("launchdarkly_sdk_key", r"sdk-" + UUID, 4 + UUID_WIDTH, ("sdk-",)),
     token("linear_api_key", r"lin_api_[A-Za-z0-9]{40}", 48, ("lin_api_",)),
     token(
         "airtable_personal_access_token",
@@ -84,6 +128,8 @@ RULES: tuple[Rule, ...] = (
     token("contentful_access_token", r"CFPAT-[A-Za-z0-9_-]{43}", 49, ("cfpat-",)),
     token("hubspot_private_app_token", r"pat-(?:na|eu|ap)[0-9]-" + UUID, 8 + UUID_WIDTH, ("pat-",)),
     token("notion_integration_token", r"ntn_[0-9]{11}[A-Za-z0-9]{35}", 50, ("ntn_",)),
+    # Before September 2024 an internal integration's token was `secret_` and 43 base62.
+    token("notion_integration_token", r"secret_[A-Za-z0-9]{43}", 50, ("secret_",)),
     token(
         "asana_personal_access_token",
         r"[0-9]/[0-9]{10,20}(?:/[0-9]{10,20})?:[a-zA-Z0-9]{32}",

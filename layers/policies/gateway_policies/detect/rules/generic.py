@@ -10,7 +10,7 @@ reference (`${DB_PASSWORD}`, `{{ .Values.token }}`), a variable name or a path.
 from __future__ import annotations
 
 from ..rule import Rule
-from ..shapes import ESCAPE, TOKEN_ALPHABET, labelled, left
+from ..shapes import ESCAPE, TOKEN_ALPHABET, labelled, left, segment
 from ..shapes import URL_USERINFO as _USERINFO
 from ..validators import basic_credentials, command_password, plausible_password
 
@@ -26,36 +26,99 @@ _VALUES = (
     (r"'(?P<secret>[^'\\\r\n]{6,128})'", 1 + 128 + 1),
 )
 # The rest of one command before an option: it ends at a line's or a pipeline's end, a
-# written-out escape included.
-_COMMAND_TAIL = r"(?:[ \t][^\r\n|;&\\]{0,200}?)?"
-_COMMAND_TAIL_WIDTH = 201
+# written-out escape included. An argument list's items (`["mysql", "-uroot", "-pX"]`) are
+# the same words, quoted and separated by commas, their quotes escaped inside a JSON string.
+_COMMAND_TAIL = r"(?:(?:[ \t\"',]|\\[\"'])(?:[^\r\n|;&\\]|\\[\"']){0,200}?)?"
+_COMMAND_TAIL_WIDTH = 2 * 201
+_ARGUMENT = r"[ \t](?:\\?[\"'])?"
+"""Before an option: a blank, and the quote that opens it in an argument list."""
+_ARGUMENT_WIDTH = 3
 
-# `--password` and its kin after the text's start, a blank, a quote, `=` or a written-out
-# newline (a tool's JSON output holding the command); then `=`, blanks, or an argument
-# list's `", "`.
-_LONG_OPTION = (
-    rf"(?:^|{ESCAPE}|[ \t\"'=])--(?:(?:db|admin|root|master-user|new)-)?passw(?:or)?d"
-    r"(?:=|[ \t]{1,4}|\\?[\"'],[ \t]{0,4})"
+# The value after an option: `=`, blanks, an argument list's `", "`, or the next line: an
+# argument list printed one item a line (`"--password",\n  "X"`) or a YAML list's next item
+# (`- --password\n  - X`).
+_NEXT_LINE = r"(?:\r?\n|\\n)(?:[ \t]|\\t){0,16}"
+_OPTION_VALUE = (
+    rf"(?:=|[ \t]{{1,4}}|\\?[\"'],(?:[ \t]{{0,4}}|{_NEXT_LINE})|{_NEXT_LINE}-[ \t]{{1,4}})"
 )
-_LONG_OPTION_WIDTH = 2 + 2 + len("master-user-password") + 2 + 1 + 4
+_OPTION_VALUE_WIDTH = 3 + 2 + 32 + 5
+
+# `--password` and its kin (`--passwd`, `--pass`, `--pwd`) after the text's start, a blank, a
+# quote, `=` or a written-out newline (a tool's JSON output holding the command).
+_LONG_OPTION = (
+    rf"(?:^|{ESCAPE}|[ \t\"'=])--(?:(?:db|admin|root|master-user|new)-)?"
+    rf"(?:passw(?:or)?d|pass|pwd){_OPTION_VALUE}"
+)
+_LONG_OPTION_WIDTH = 2 + 2 + len("master-user-password") + _OPTION_VALUE_WIDTH
 # `-p` is a port to ssh and `docker run`, a password only to these: MySQL's and MariaDB's
-# clients (attached, `-pS3cret`: `-p S3cret` prompts and names a database), a registry login,
-# sshpass (before the command it runs); redis-cli's is `-a` or `--pass`.
+# clients (attached, `-pS3cret`: `-p S3cret` prompts and names a database), MongoDB's shells
+# (`-p S3cret`), a registry's or a platform's login (docker, podman, nerdctl, buildah, skopeo,
+# `helm registry`, OpenShift's `oc`, Cloud Foundry's `cf`, the Azure CLI's `az` with a service
+# principal), sshpass (before the command it runs); redis-cli's is `-a` or `--pass`.
+_LOGINS = r"(?:docker|podman|nerdctl|buildah|skopeo|oc|cf|az|helm[ \t]{1,4}registry)"
 _SHORT_OPTION = (
-    rf"(?:{left(TOKEN_ALPHABET)}(?:mysql[a-z]{{0,6}}|mariadb(?:-[a-z]{{1,8}})?)"
+    rf"(?:{left(TOKEN_ALPHABET)}(?:(?:mysql[a-z]{{0,6}}|mariadb(?:-[a-z]{{1,8}})?)"
     + _COMMAND_TAIL
-    + r"[ \t]-p"
-    + r"|(?:docker|podman|nerdctl|buildah)[ \t]{1,4}login"
+    + _ARGUMENT
+    + r"-p"
+    + rf"|(?:{_LOGINS}[ \t]{{1,4}}login|mongo(?:sh)?)"
     + _COMMAND_TAIL
-    + r"[ \t]-p(?:[ \t]{1,4}|=)?"
+    + _ARGUMENT
+    + rf"-p(?:{_OPTION_VALUE})?"
     + r"|sshpass(?:[ \t]{1,4}-[ehv]){0,3}[ \t]{1,4}-p[ \t]{0,4}"
     + r"|redis-cli"
     + _COMMAND_TAIL
-    + r"[ \t](?:-a|--pass)[ \t]{1,4})"
+    + r"[ \t](?:-a|--pass)[ \t]{1,4}))"
 )
-# The widest branch: an escape and `mariadb-` + 8 letters, or `nerdctl`, 4 blanks, `login`,
-# then the tail, the option and its blanks.
-_SHORT_OPTION_WIDTH = 2 + 16 + _COMMAND_TAIL_WIDTH + 6 + 4
+# The widest branch: an escape, `helm`, 4 blanks, `registry`, 4 blanks, `login`, then the
+# tail, the option and its value's lead.
+_SHORT_OPTION_WIDTH = 2 + 25 + _COMMAND_TAIL_WIDTH + _ARGUMENT_WIDTH + 2 + _OPTION_VALUE_WIDTH
+
+
+# A short word is a label only as a whole segment (`DB_PASS`, `smtpPass`, `REDIS_AUTH`, never
+# `bypass`, `passenger`, `author`); `auth` only as the label's last (`AUTH_TYPE` is no secret).
+_PASS = segment(("pass", "pw"))
+_AUTH = segment(("auth",), last=True)
+# `key` is a secret's label only with a qualifier before it (`api_key`, `ENCRYPTION_KEY`,
+# `masterKey`, `Ocp-Apim-Subscription-Key`): a bare `key` is any map's key.
+_KEY_QUALIFIERS = (
+    "api|access|auth|encryption|enc|master|signing|private|client|secret|app|session|hmac|jwt"
+    "|license|subscription|shared|webhook|consumer|storage|account|cipher|crypto|root|admin"
+)
+
+# Credential files whose lines carry no `=` label: ~/.netrc (`machine h login u password p`,
+# on one line or several) and ~/.pgpass (`host:port:database:user:password`, `*` for any).
+_BLANK = rf"(?:[ \t\r\n]|{ESCAPE})"
+_NETRC_FIELD = r"[^ \t\r\n]{1,128}"
+_BLANKS = 8 * 2
+_NETRC_WIDTH = 7 + _BLANKS + 128 + 3 * (_BLANKS + 7 + _BLANKS + 128) + 2 * _BLANKS + 8 + 128 + 1
+_PGPASS_FIELD = r"[^: \t\r\n\\\"']{1,63}"
+_PGPASS_WIDTH = 2 + 253 + 1 + 5 + 2 * (1 + 63) + 1 + 128 + 1
+_FILE_LINES = (
+    Rule(
+        kind="netrc_password",
+        pattern=(
+            rf"(?:machine{_BLANK}{{1,8}}{_NETRC_FIELD}|default)"
+            rf"(?:{_BLANK}{{1,8}}(?:login|account|port){_BLANK}{{1,8}}{_NETRC_FIELD}){{0,3}}"
+            rf"{_BLANK}{{1,8}}password{_BLANK}{{1,8}}"
+            r"(?P<secret>[^ \t\r\n\\\"']{1,128})(?:[ \t\r\n\\\"']|$)"
+        ),
+        max_length=_NETRC_WIDTH,
+        keywords=("password",),
+        validator=plausible_password,
+    ),
+    Rule(
+        kind="pgpass_password",
+        pattern=(
+            rf"(?:^|[\r\n\"' \t]|{ESCAPE})[A-Za-z0-9._*-]{{1,253}}:(?:[0-9]{{1,5}}|\*)"
+            rf":{_PGPASS_FIELD}:{_PGPASS_FIELD}"
+            r":(?P<secret>[^:\r\n\\\"']{1,128})(?:[\r\n\\\"']|$)"
+        ),
+        max_length=_PGPASS_WIDTH,
+        keywords=(":",),
+        validator=command_password,
+    ),
+)
 
 
 def _options(kind: str, option: str, width: int, keywords: tuple[str, ...]) -> tuple[Rule, ...]:
@@ -74,12 +137,12 @@ def _options(kind: str, option: str, width: int, keywords: tuple[str, ...]) -> t
 
 RULES: tuple[Rule, ...] = (
     # Before the labelled values: `--password=…` is one too, and this kind names it.
-    *_options("cli_password_flag", _LONG_OPTION, _LONG_OPTION_WIDTH, ("passw",)),
+    *_options("cli_password_flag", _LONG_OPTION, _LONG_OPTION_WIDTH, ("pass", "pwd")),
     *_options(
         "cli_password_short_flag",
         _SHORT_OPTION,
         _SHORT_OPTION_WIDTH,
-        ("mysql", "mariadb", "login", "sshpass", "redis-cli"),
+        ("mysql", "mariadb", "login", "mongo", "sshpass", "redis-cli"),
     ),
     labelled(
         "generic_password",
@@ -89,14 +152,17 @@ RULES: tuple[Rule, ...] = (
         128,
         ("passw", "passphrase", "pwd"),
     ),
+    labelled("generic_password", *_PASS, _VALUE, 128, ("pass", "pw"), tail=False),
     labelled(
         "generic_secret",
-        r"(?:secret|token|api_?key|apikey|access_?key|auth_?key|credentials?)",
-        11,
+        rf"(?:secret|token|credentials?|(?:{_KEY_QUALIFIERS})[_.-]?key)",
+        len("subscription") + 2 + 3,
         _VALUE,
         128,
-        ("secret", "token", "api", "key", "credential"),
+        ("secret", "token", "key", "credential"),
     ),
+    labelled("generic_secret", *_AUTH, _VALUE, 128, ("auth",), tail=False),
+    *_FILE_LINES,
     # scheme://user:password@host: the password is redacted, the user and host stay.
     Rule(
         kind="url_password",

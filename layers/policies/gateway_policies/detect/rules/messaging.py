@@ -111,4 +111,6 @@ RULES: tuple[Rule, ...] = (
     token("mailgun_api_key", r"key-" + hex_run(32), 36, ("key-",)),
     token("mailchimp_api_key", hex_run(32) + r"-us[0-9]{1,2}", 37, ("-us",)),
     token("brevo_api_key", r"xkeysib-" + hex_run(64) + r"-[A-Za-z0-9]{16}", 89, ("xkeysib-",)),
+    # Brevo's SMTP keys have the API keys' layout under their own prefix.
+    token("brevo_smtp_key", r"xsmtpsib-" + hex_run(64) + r"-[A-Za-z0-9]{16}", 90, ("xsmtpsib-",)),
 )
