@@ -97,9 +97,10 @@ def _reversed(items: Any) -> str:
             out.append("(?:" + "|".join(_reversed(branch) for branch in value[1]) + ")")
         elif op is _sre.SUBPATTERN:
             _, add, remove, inner = value
-            if remove or add & ~re.IGNORECASE:
-                raise Unreversible("an inline flag other than (?i:")
-            out.append(f"(?{'i' if add else ''}:{_reversed(inner)})")
+            if (add | remove) & ~re.IGNORECASE:
+                raise Unreversible("an inline flag other than (?i: and (?-i:")
+            flags = "i" if add else "-i" if remove else ""
+            out.append(f"(?{flags}:{_reversed(inner)})")
         elif op is _sre.AT:
             out.append(_ANCHORS[value])
         else:
