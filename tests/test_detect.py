@@ -131,7 +131,10 @@ def test_the_reversed_scan_reports_every_start_of_a_match(pieces: list[str]) -> 
 
 
 def test_every_rule_found_by_its_pattern_has_a_reversed_one() -> None:
-    by_pattern = [n for n, rule in enumerate(ALL.rules) if rule.max_length <= LONG_REACH]
+    by_pattern = [
+        n for n, rule in enumerate(ALL.rules) if rule.max_length <= LONG_REACH and rule.lead is None
+    ]
+    assert len(by_pattern) > len(ALL.rules) / 2
     assert set(by_pattern) <= set(ENGINE._reversible)
     backwards = re.compile(reversed_pattern(r"(?:^|[^a-z])(?P<secret>a(?i:B)[0-9]{2,3})(?:\b|$)"))
     assert backwards.fullmatch("\n123ba")

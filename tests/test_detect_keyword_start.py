@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 from gateway_policies.detect import catalogue
-from gateway_policies.detect.engine import LONG_REACH, HyperscanEngine
+from gateway_policies.detect.engine import HyperscanEngine
 from gateway_policies.detect.reference import ReferenceEngine
 from gateway_policies.detect.ruleset import RuleSet
 
@@ -33,8 +33,15 @@ def kinds(text: str) -> list[tuple[str, tuple[int, int]]]:
 
 def test_rules_with_a_lead_are_found_by_their_keywords() -> None:
     led = [rule for rule in RULES.rules if rule.lead is not None]
-    assert {rule.kind for rule in led} >= {"docker_config_auth", "base64_private_key"}
-    assert all(rule.keywords and rule.max_length > LONG_REACH for rule in led)
+    assert {rule.kind for rule in led} >= {
+        "docker_config_auth",
+        "base64_private_key",
+        "cli_password_short_flag",
+    }
+    assert all(rule.keywords for rule in led)
+    # Found by keywords whatever their reach: none is compiled as its own pattern.
+    by_pattern = {index for index in range(len(RULES.rules)) if index in ENGINE._reversible}
+    assert not any(RULES.rules[index].lead is not None for index in by_pattern)
 
 
 def test_a_keyword_everywhere_is_no_dense_text() -> None:

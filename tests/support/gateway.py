@@ -49,7 +49,7 @@ class GatewayStdout:
         """Every line that is a JSON object."""
         return json_lines(self.text)
 
-    def until(self, done: Callable[[str], bool], timeout: float = 3.0) -> str:
+    def until(self, done: Callable[[str], bool], timeout: float = 15.0) -> str:
         """The output once `done` holds (or the timeout passes: the caller's asserts judge)."""
         with contextlib.suppress(AssertionError):
             eventually(lambda: done(self.text), timeout)

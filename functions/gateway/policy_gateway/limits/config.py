@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway_policies import PolicyConfigError
-from gateway_policies.runtime.document import GROUP_PREFIX
+from gateway_policies.runtime.document import GROUP_PREFIX, read_per_caller, resolve_for
 
 from .prices import ModelPrice, PriceTable, shipped_prices
 
@@ -79,12 +79,7 @@ class LimitsConfig:
     def resolve(self, caller: str | None, groups: Sequence[str] = ()) -> Limits:
         """The limits for `caller`: its own, else its first group's with some, else the
         default."""
-        if caller is not None and caller in self.callers:
-            return self.callers[caller]
-        for group in groups:
-            if group in self.groups:
-                return self.groups[group]
-        return self.default
+        return resolve_for(caller, groups, self.callers, self.groups, self.default)
 
 
 NO_LIMITS_CONFIG = LimitsConfig()
@@ -115,18 +110,7 @@ def parse(text: str | bytes) -> LimitsConfig:
     if not isinstance(document, Mapping):
         raise PolicyConfigError('policy config must be an object {"policies": [...]}')
     default = _limits(document.get(KEY_LIMITS), KEY_LIMITS)
-    callers: dict[str, Limits] = {}
-    groups: dict[str, Limits] = {}
-    entries = document.get("callers", {})
-    if isinstance(entries, Mapping):
-        for key, entry in entries.items():
-            if not isinstance(entry, Mapping) or KEY_LIMITS not in entry:
-                continue
-            limits = _limits(entry[KEY_LIMITS], f"callers[{key!r}].{KEY_LIMITS}")
-            if key.startswith(GROUP_PREFIX):
-                groups[key[len(GROUP_PREFIX) :]] = limits
-            else:
-                callers[key] = limits
+    callers, groups = read_per_caller(document, KEY_LIMITS, _limits)
     on_error = document.get(KEY_ON_ERROR, ON_ERROR_ALLOW)
     if on_error not in (ON_ERROR_ALLOW, ON_ERROR_REFUSE):
         raise PolicyConfigError(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway_policies import PolicyConfigError
-from gateway_policies.runtime.document import GROUP_PREFIX
+from gateway_policies.runtime.document import read_per_caller, resolve_for
 
 KEY = "record"
 _OPTIONS = frozenset({"enabled"})
@@ -41,30 +41,14 @@ class RecordOption:
         return self.default or any(self.callers.values()) or any(self.groups.values())
 
     def enabled(self, caller: str | None, groups: Sequence[str] = ()) -> bool:
-        if caller is not None and caller in self.callers:
-            return self.callers[caller]
-        for group in groups:
-            if group in self.groups:
-                return self.groups[group]
-        return self.default
+        return resolve_for(caller, groups, self.callers, self.groups, self.default)
 
 
 def parse(document: Mapping[str, Any], store_configured: bool) -> RecordOption:
     """The document's option; PolicyConfigError for a malformed one, or for one that
     records anyone while `store_configured` is False."""
     default = _enabled(document.get(KEY), KEY)
-    callers: dict[str, bool] = {}
-    groups: dict[str, bool] = {}
-    entries = document.get("callers")
-    if isinstance(entries, Mapping):
-        for name, entry in entries.items():
-            if not isinstance(entry, Mapping) or KEY not in entry:
-                continue
-            enabled = _enabled(entry[KEY], f"callers[{name!r}].{KEY}")
-            if name.startswith(GROUP_PREFIX):
-                groups[name[len(GROUP_PREFIX) :]] = enabled
-            else:
-                callers[name] = enabled
+    callers, groups = read_per_caller(document, KEY, _enabled)
     option = RecordOption(default, callers, groups)
     if option.anyone and not store_configured:
         raise PolicyConfigError(f"{KEY} {NO_STORE}")

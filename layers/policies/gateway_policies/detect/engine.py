@@ -11,7 +11,10 @@ that compiles for seconds; it is looked for by its keywords instead, and `re`
 confirms around each: a match contains one, so it starts within its reach
 before the keyword's end, or within its `lead` when the rule knows it (a match
 that starts at its keyword, as a Docker config's `"auth"` does, is confirmed
-from there, however long its value: an ECR login's runs to thousands).
+from there, however long its value: an ECR login's runs to thousands). A rule
+that knows its `lead` is looked for by its keywords whatever its reach: a
+command line's password option (`mysql … -p…`) has bounded repeats that cost
+Hyperscan seconds to compile, and its keyword is where the match begins.
 
 The text Hyperscan reads has one byte per character, so an index is the same
 in both: ASCII as is, every other character as one non-ASCII byte. A rule
@@ -90,7 +93,7 @@ class _Expression:
 
 
 def _by_keywords(rule: Rule) -> bool:
-    return rule.max_length > LONG_REACH and bool(rule.keywords)
+    return bool(rule.keywords) and (rule.max_length > LONG_REACH or rule.lead is not None)
 
 
 def _flags(rule: Rule) -> int:
@@ -260,7 +263,7 @@ def _merged(spans: Iterable[Span]) -> list[Span]:
 def _lead(rule: Rule) -> int:
     """How far before a reported end a match of `rule` may start: its reach, or for a rule
     found by its keywords, how far before a keyword (its `lead` when it has one)."""
-    if rule.lead is not None and rule.max_length > LONG_REACH and rule.keywords:
+    if rule.lead is not None and _by_keywords(rule):
         return rule.lead
     return rule.max_length
 

@@ -22,8 +22,9 @@ class Rule:
     when the rule has no literal."""
     lead: int | None = None
     """At most how many characters of a match come before its keyword, when that is known
-    (`"auth": "…"` starts at its keyword): a rule found by its keywords is then confirmed from
-    just before each keyword on, not over its whole reach before it (None)."""
+    (`"auth": "…"` starts at its keyword): the rule is then found by its keywords whatever its
+    reach, and confirmed from just before each keyword on, not over its whole reach before it
+    (None)."""
     validator: Callable[[str], bool] | None = None
     """Checks the `secret` text (a checksum, entropy, a valid area): False drops the match."""
     ignore_case: bool = False

@@ -72,6 +72,7 @@ _SHORT_OPTION = (
 )
 # The widest branch: an escape, `helm`, 4 blanks, `registry`, 4 blanks, `login`, then the
 # tail, the option and its value's lead.
+_SHORT_OPTION_LEAD = 2 + 4 + 4 + 8 + 4
 _SHORT_OPTION_WIDTH = 2 + 25 + _COMMAND_TAIL_WIDTH + _ARGUMENT_WIDTH + 2 + _OPTION_VALUE_WIDTH
 
 
@@ -121,7 +122,9 @@ _FILE_LINES = (
 )
 
 
-def _options(kind: str, option: str, width: int, keywords: tuple[str, ...]) -> tuple[Rule, ...]:
+def _options(
+    kind: str, option: str, width: int, keywords: tuple[str, ...], lead: int | None = None
+) -> tuple[Rule, ...]:
     """A password given after `option`: one rule per way its value may be written."""
     return tuple(
         Rule(
@@ -129,6 +132,7 @@ def _options(kind: str, option: str, width: int, keywords: tuple[str, ...]) -> t
             pattern=option + value,
             max_length=width + value_width,
             keywords=keywords,
+            lead=lead,
             validator=command_password,
         )
         for value, value_width in _VALUES
@@ -143,6 +147,10 @@ RULES: tuple[Rule, ...] = (
         _SHORT_OPTION,
         _SHORT_OPTION_WIDTH,
         ("mysql", "mariadb", "login", "mongo", "sshpass", "redis-cli"),
+        # A command begins at its keyword, but for `login`: an escape, `helm`, 4 blanks,
+        # `registry` and 4 blanks before it. Found by its keywords: its pattern, of bounded
+        # repeats up to 200 wide, cost Hyperscan about 2 s to compile per way of writing it.
+        _SHORT_OPTION_LEAD,
     ),
     labelled(
         "generic_password",
