@@ -336,6 +336,8 @@ def test_the_stand_in_s_budget_table_outlasts_a_first_answer_slower_than_a_servi
     proxy, url = aws_proxy
     monkeypatch.setenv(standins.ENV_DYNAMODB_ENDPOINT, url)
     monkeypatch.setenv(settings.ENV_FALLBACK_BUDGET_TABLE, "slow-first-answer")
+    # The stand-in names its limits table after the budget's, in this process: gone after.
+    monkeypatch.setenv(settings.ENV_LIMITS_TABLE, "slow-first-answer")
     failures: list[BaseException] = []
 
     def set_up() -> None:
