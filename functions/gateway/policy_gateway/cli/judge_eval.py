@@ -313,11 +313,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         base_url = env.get(settings.ENV_UPSTREAM_BASE_URL) or None
         where = f"the judges' own endpoints ({base_url or 'the Anthropic API'} by default)"
-    # Each judge error is counted in the report; its WARNING line would only repeat it.
-    logging.getLogger("gateway_policies.judge").setLevel(logging.ERROR)
     say(f"judge eval: {len(cases)} cases from {args.cases}, chain {args.chain}")
     say(f"judging with {where}")
-    asyncio.run(evaluate(policies, cases, base_url, args.concurrency))
+    # Each judge error is counted in the report; its WARNING line would only repeat it. The
+    # level is put back after: a caller in the same process (a test) keeps its judge's lines.
+    judge_log = logging.getLogger("gateway_policies.judge")
+    level = judge_log.level
+    judge_log.setLevel(logging.ERROR)
+    try:
+        asyncio.run(evaluate(policies, cases, base_url, args.concurrency))
+    finally:
+        judge_log.setLevel(level)
     if args.json:
         print(json.dumps([summary(judging) for judging in policies], indent=2))
         return 0
