@@ -50,8 +50,10 @@ def dynamodb_client() -> Any:
     return aws_client("dynamodb")
 
 
-class DynamoDBStore:
-    """Counters in a DynamoDB table, shared by every instance that names it."""
+class Table:
+    """A DynamoDB table and a client made on first use: boto3 loads only when the first call
+    that needs the table comes, never on the cold path. Shared by the fallback budget's
+    counters and the limits' (limits/store.py), which may count in one table."""
 
     def __init__(self, table: str, client: Callable[[], Any] = dynamodb_client) -> None:
         self.table = table
@@ -59,7 +61,6 @@ class DynamoDBStore:
 
     @cached_property
     def _client(self) -> Any:
-        # boto3 loads only when the first fallback needs it, never on the cold path.
         return self._make_client()
 
     def close(self) -> None:
@@ -67,6 +68,10 @@ class DynamoDBStore:
         client = self.__dict__.pop("_client", None)
         if client is not None:
             client.close()
+
+
+class DynamoDBStore(Table):
+    """Counters in a DynamoDB table, shared by every instance that names it."""
 
     def _update(self, caller: str, start: int, limit: int, expires: int) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError

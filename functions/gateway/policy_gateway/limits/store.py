@@ -12,7 +12,6 @@ LIMITS_TABLE may name the stack's fallback-budget table: limits items are keyed
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cached_property
 from typing import Any, Protocol, cast
 
 import anyio.to_thread
@@ -22,6 +21,7 @@ from ..fallback.budget_table import (
     KEY_ATTRIBUTE,
     TTL_ATTRIBUTE,
     WAIT_SECONDS,
+    Table,
     dynamodb_client,
 )
 from .windows import Window
@@ -89,24 +89,12 @@ class InProcessStore:
         return True, dict(totals)
 
 
-class DynamoDBStore:
+class DynamoDBStore(Table):
     """Counts in a DynamoDB table, shared by every environment that names it."""
 
     def __init__(self, table: str, client: Callable[[], Any] = dynamodb_client) -> None:
-        self.table = table
+        super().__init__(table, client)
         self.label = f"dynamodb:{table}"
-        self._make_client = client
-
-    @cached_property
-    def _client(self) -> Any:
-        # boto3 loads only when the first limited call needs it, never on the cold path.
-        return self._make_client()
-
-    def close(self) -> None:
-        """Close the client's connections, if it was ever made (before a snapshot)."""
-        client = self.__dict__.pop("_client", None)
-        if client is not None:
-            client.close()
 
     async def add(
         self,

@@ -93,18 +93,8 @@ def anchored(
     rule: Rule, pattern: re.Pattern[str], text: str, starts: Sequence[Span]
 ) -> Iterator[Span]:
     """`windows` for a rule whose matches start within `starts` (a rule with a `lead`): `re`
-    tries a match only from each position there, never searching on over the rule's reach
-    from a position where none starts (a keyword in the wrong case, a near match)."""
-    done = 0
-    reach = rule.max_length + LOOKS_PAST
-    for low, high in starts:
-        position = max(low, done)
-        while position <= high:
-            match = pattern.match(text, position, min(len(text), position + reach))
-            if match is None:
-                position += 1
-                continue
-            position = done = resumes_at(match)
-            span = accepted(rule, match)
-            if span is not None:
-                yield span
+    tries a match only from each position there (`at_starts`), never searching on over the
+    rule's reach from a position where none starts (a keyword in the wrong case, a near
+    match)."""
+    positions = (position for low, high in starts for position in range(low, high + 1))
+    return at_starts(rule, pattern, text, positions)
