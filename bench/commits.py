@@ -8,6 +8,10 @@ and served by its own gateway child process (its own `functions/gateway` and
 each round calls every gateway once, in an order drawn anew each round
 (stats.rounds), so load from elsewhere on a shared machine weighs on every
 commit alike. What issue 40 asked for when a relay's rate seemed to regress.
+
+Beside the rate, each gateway's own CPU per relayed event (the sum over its threads
+of the kernel's run time, /proc/PID/task/*/schedstat): what a commit costs, which
+the machine's other work cannot inflate as it does a rate measured by the clock.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from .harness import HOST, MESSAGES, RESULTS, ROOT, Environment
+from .harness import HOST, MESSAGES, RESULTS, ROOT, Environment, free_port, gateway_args, running
 from .latency import THROUGHPUT_EVENTS, whole_stream
 from .stats import Call, rounds
 from .wire import Connection, Response
@@ -39,11 +43,30 @@ def export(rev: str, into: Path) -> Path:
     return tree
 
 
-def fresh_stream(port: int) -> Call:
-    """A whole stream on a new connection: a kept-alive one may idle out between rounds."""
+def cpu_seconds(pid: int) -> float:
+    """The run time of every thread of `pid` so far, in seconds (nanosecond counts)."""
+    return (
+        sum(
+            int(stat.read_text().split()[0])
+            for stat in Path(f"/proc/{pid}/task").glob("*/schedstat")
+        )
+        / 1e9
+    )
+
+
+def fresh_stream(port: int, pid: int, cpu: list[float]) -> Call:
+    """A whole stream on a new connection (a kept-alive one may idle out between rounds);
+    the gateway's CPU over it appended to `cpu`."""
     body = request_body(1024, stream=True)
     headers = {"x-bench-events": str(THROUGHPUT_EVENTS)}
-    return lambda: whole_stream(Connection(HOST, port), body, headers)()
+
+    def call() -> Response:
+        before = cpu_seconds(pid)
+        response = whole_stream(Connection(HOST, port), body, headers)()
+        cpu.append(cpu_seconds(pid) - before)
+        return response
+
+    return call
 
 
 def added(through: Connection, direct: Connection, body: bytes) -> Call:
@@ -66,14 +89,22 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     with ExitStack() as stack, tempfile.TemporaryDirectory() as scratch:
         env = Environment(stack)
-        ports = {}
+        ports, pids, cpu = {}, {}, {}
         for rev in args.revs:
             tree = export(rev, Path(scratch))
             path = f"{tree}/functions/gateway:{tree}/layers/policies"
-            ports[rev] = stack.enter_context(
-                env.gateway(f"commit-{rev}", NOOP_CHAIN, extra={"PYTHONPATH": path})
+            ports[rev] = free_port()
+            gateway = env.gateway_env(NOOP_CHAIN, extra={"PYTHONPATH": path})
+            log = f"commit-{rev}.log"
+            pids[rev] = stack.enter_context(
+                running(gateway_args(ports[rev]), gateway, log, ports[rev])
             )
-        streams = rounds({rev: fresh_stream(port) for rev, port in ports.items()}, args.streams, 3)
+            cpu[rev] = []
+        streams = rounds(
+            {rev: fresh_stream(port, pids[rev], cpu[rev]) for rev, port in ports.items()},
+            args.streams,
+            3,
+        )
         direct = Connection(HOST, env.upstream_port)
         small = request_body(1024)
         calls = {rev: added(Connection(HOST, port), direct, small) for rev, port in ports.items()}
@@ -82,10 +113,12 @@ def main() -> None:
     for rev in args.revs:
         rates = [THROUGHPUT_EVENTS / seconds for seconds in streams[rev]]
         low, _, high = statistics.quantiles(rates, n=4)
+        # The warm-up's streams are in `cpu` too: the counted ones are the last.
+        per_event = statistics.median(cpu[rev][-args.streams :]) / THROUGHPUT_EVENTS
         print(
             f"{rev:>12}  (2) {statistics.median(rates):>9,.0f} events/s "
-            f"(IQR {low:,.0f}-{high:,.0f})  (1) added p50 "
-            f"{statistics.median(latency[rev]) * 1000:.2f} ms"
+            f"(IQR {low:,.0f}-{high:,.0f}), gateway CPU {per_event * 1e6:.2f} us/event  "
+            f"(1) added p50 {statistics.median(latency[rev]) * 1000:.2f} ms"
         )
 
 

@@ -13,6 +13,7 @@ import json
 import socket
 import threading
 import tracemalloc
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -220,6 +221,28 @@ def test_a_body_that_is_not_the_gzip_it_claims_is_a_502(
     assert response.json()["type"] == "error"
     assert response.json()["error"]["type"] == "api_error"
     assert len(upstream.requests) == 1
+
+
+def test_a_stream_the_upstream_compressed_reaches_the_sdk_decoded(
+    make_gateway: GatewayFactory, upstream: FakeUpstream
+) -> None:
+    """A coded stream is decoded (an uncoded one is read raw, the relay's faster path), split
+    anywhere by the compression: the SDK assembles the same message."""
+    url = make_gateway()
+    frames = b"".join(
+        f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+        for name, data in text_events(["com", "pressed"])
+    )
+    coder = zlib.compressobj(wbits=31)
+    coded = coder.compress(frames) + coder.flush()
+    upstream.script(
+        Reply(
+            chunks=lambda: iter([coded[:30], coded[30:]]),
+            content_type="text/event-stream",
+            headers={"content-encoding": "gzip"},
+        )
+    )
+    assert ask(url, stream=True) == "compressed"
 
 
 # --- item 11: an answer's size -----------------------------------------------------------

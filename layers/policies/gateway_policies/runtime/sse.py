@@ -62,55 +62,63 @@ class SSEDecoder:
                 raise EventTooLarge(self._max_event_bytes)
             return []
         with memoryview(buffer) as held:
-            frames = held[:end].tobytes().split(b"\n\n")
+            complete = held[:end].tobytes()
         del buffer[: end + 2]
         limit = self._max_event_bytes
-        if len(buffer) > limit or (end > limit and any(len(frame) > limit for frame in frames)):
+        if len(buffer) > limit or (
+            end > limit and any(len(frame) > limit for frame in complete.split(b"\n\n"))
+        ):
             raise EventTooLarge(limit)
+        # Decoded once for all its frames: a blank line never splits a character,
+        # so each frame decodes as it would alone.
+        frames = complete.decode("utf-8", "replace").split("\n\n")
         return [event for frame in frames if (event := _parse_frame(frame)) is not None]
 
     def flush(self) -> list[StreamEvent]:
         """Return a final frame that the upstream ended without a blank line."""
-        frame = bytes(self._buffer)
+        frame = self._buffer.decode("utf-8", "replace")
         self._buffer = bytearray()
         self._carriage_return = False
         event = _parse_frame(frame)
         return [] if event is None else [event]
 
 
-def _parse_frame(frame: bytes) -> StreamEvent | None:
+def _parse_frame(frame: str) -> StreamEvent | None:
     # Fast path for the shape the Messages API always sends, one `event:` line
     # and one `data:` line; it yields exactly what the general loop below would.
-    if frame.startswith(b"event: "):
-        head, found, data_line = frame.partition(b"\ndata: ")
-        if found and b"\n" not in head and b"\n" not in data_line:
-            return StreamEvent(
-                head[7:].decode("utf-8", "replace"), data_line.decode("utf-8", "replace")
-            )
+    if frame.startswith("event: "):
+        head, found, data_line = frame.partition("\ndata: ")
+        if found and "\n" not in head and "\n" not in data_line:
+            return StreamEvent(head[7:], data_line)
     name = ""
     data: list[str] = []
-    for raw in frame.split(b"\n"):
-        if not raw or raw.startswith(b":"):
+    for raw in frame.split("\n"):
+        if not raw or raw.startswith(":"):
             continue
-        field, _, value = raw.partition(b":")
-        if value.startswith(b" "):
+        field, _, value = raw.partition(":")
+        if value.startswith(" "):
             value = value[1:]
-        if field == b"event":
-            name = value.decode("utf-8", "replace")
-        elif field == b"data":
-            data.append(value.decode("utf-8", "replace"))
+        if field == "event":
+            name = value
+        elif field == "data":
+            data.append(value)
     if not data:
         return None
     return StreamEvent(name, "\n".join(data))
 
 
-def encode(event: StreamEvent) -> bytes:
+def _frame(event: StreamEvent) -> str:
     data = event.data
     if "\n" in data or "\r" in data:
         lines = data.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         data = "\ndata: ".join(lines)
-    return f"event: {event.event}\ndata: {data}\n\n".encode()
+    return f"event: {event.event}\ndata: {data}\n\n"
+
+
+def encode(event: StreamEvent) -> bytes:
+    return _frame(event).encode()
 
 
 def encode_many(events: list[StreamEvent]) -> bytes:
-    return b"".join(encode(event) for event in events)
+    # One encode for the whole batch: the relay sends every batch as one write.
+    return "".join([_frame(event) for event in events]).encode()
