@@ -89,7 +89,9 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     with ExitStack() as stack, tempfile.TemporaryDirectory() as scratch:
         env = Environment(stack)
-        ports, pids, cpu = {}, {}, {}
+        ports: dict[str, int] = {}
+        pids: dict[str, int] = {}
+        cpu: dict[str, list[float]] = {}
         for rev in args.revs:
             tree = export(rev, Path(scratch))
             path = f"{tree}/functions/gateway:{tree}/layers/policies"
