@@ -89,12 +89,49 @@ def at_starts(
             yield span
 
 
+SKIPPED = "_skipped"
+"""The group of a `starter` that holds the positions it went past."""
+
+
+def starter(pattern: re.Pattern[str], width: int) -> re.Pattern[str]:
+    """`pattern` after a lazy run of at most `width - 1` characters: matched at a position, it
+    finds the first of the next `width` positions where `pattern` matches, trying each in
+    turn inside `re`, not one Python call per position."""
+    skipped = f"(?P<{SKIPPED}>(?s:.){{0,{width - 1}}}?)"
+    return re.compile(f"{skipped}(?:{pattern.pattern})", pattern.flags)
+
+
 def anchored(
-    rule: Rule, pattern: re.Pattern[str], text: str, starts: Sequence[Span]
+    rule: Rule,
+    pattern: re.Pattern[str],
+    text: str,
+    starts: Sequence[Span],
+    first: tuple[re.Pattern[str], int],
 ) -> Iterator[Span]:
     """`windows` for a rule whose matches start within `starts` (a rule with a `lead`): `re`
-    tries a match only from each position there (`at_starts`), never searching on over the
-    rule's reach from a position where none starts (a keyword in the wrong case, a near
-    match)."""
-    positions = (position for low, high in starts for position in range(low, high + 1))
-    return at_starts(rule, pattern, text, positions)
+    tries a match only from each position there, as `at_starts` would, never searching on over
+    the rule's reach from a position where none starts (a keyword in the wrong case, a near
+    match). `first` is the rule's `starter` and its width: a run of keywords, each a window to
+    try, costs one `re` call per window."""
+    find, width = first
+    done = 0
+    for low, high in starts:
+        position = max(low, done)
+        while position <= high:
+            found = find.match(text, position)
+            if found is None:
+                position += width
+                continue
+            start = found.end(SKIPPED)
+            if start > high:
+                break
+            # The same match `at_starts` would make there (the starter's own match
+            # spans the positions it went past too).
+            match = pattern.match(text, start)
+            if match is None:
+                position = start + 1
+                continue
+            done = position = resumes_at(match)
+            span = accepted(rule, match)
+            if span is not None:
+                yield span

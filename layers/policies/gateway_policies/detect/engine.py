@@ -47,7 +47,7 @@ from typing import Any
 
 import hyperscan
 
-from .confirm import LOOKS_PAST, Span, anchored, at_starts, windows
+from .confirm import LOOKS_PAST, Span, anchored, at_starts, starter, windows
 from .reverse import reversed_pattern
 from .rule import Rule
 from .ruleset import RuleSet
@@ -183,6 +183,11 @@ class HyperscanEngine:
             self._reversible,
             [_flags(ruleset.rules[n]) for n in self._reversible],
         )
+        self._starters = {
+            n: (starter(ruleset.compiled[n], _lead(rule) + 2), _lead(rule) + 2)
+            for n, rule in enumerate(ruleset.rules)
+            if _by_keywords(rule) and _lead(rule) != rule.max_length
+        }
         self._local = threading.local()
 
     def _scratch(self, database: hyperscan.Database) -> hyperscan.Scratch:
@@ -240,8 +245,8 @@ class HyperscanEngine:
             rule, pattern = self.ruleset.rules[index], self.ruleset.compiled[index]
             if not _by_keywords(rule):
                 spans = at_starts(rule, pattern, text, starts.get(index, ()))
-            elif _lead(rule) != rule.max_length:
-                spans = anchored(rule, pattern, text, reach)
+            elif index in self._starters:
+                spans = anchored(rule, pattern, text, reach, self._starters[index])
             else:
                 spans = windows(rule, pattern, text, reach)
             found += [(index, span) for span in spans]
