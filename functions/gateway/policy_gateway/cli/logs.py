@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from ..local.upstream_view import is_received_line, readable_received
 from ..names import LOG_CALL_FINISHED
 from .call_lines import is_call_line, parse, readable
 from .chain_lines import FAILURES, is_chain_failure, readable_failure
 from .operator_errors import OperatorError
-from .upstream_view import is_received_line, readable_received
 
 DEFAULT_SINCE = "10m"
 POLL_SECONDS = 2.0
