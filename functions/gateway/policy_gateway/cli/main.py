@@ -20,7 +20,7 @@
 
 The operator commands honour the standard AWS SDK environment (region,
 profile, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SSM, ..._SECRETS_MANAGER,
-..._DYNAMODB). The first-run stand-ins (standins.py: an embedded SSM, which
+..._DYNAMODB). The first-run stand-ins (local/standins.py: an embedded SSM, which
 also serves Secrets Manager and the fallback budget's table, and an upstream
 simulator, of the Messages API or of Bedrock) start only when asked for, and
 never replace an endpoint that is configured. With --stack, the operator
