@@ -31,7 +31,7 @@ from typing import Any
 
 from policy_gateway.cli.judge_cases import Case, read_cases
 from policy_gateway.cli.judge_eval import Judging, evaluate, judging_policies
-from policy_gateway.cli.standins import serve_simulator
+from policy_gateway.local.standins import serve_simulator
 
 from .harness import Environment
 from .report import Figure

@@ -20,8 +20,8 @@ import pytest
 from policy_gateway import settings
 from policy_gateway.auth.authenticator import key_caller
 from policy_gateway.cli.main import build_parser
-from policy_gateway.cli.standins import LOCAL_FALLBACK_BUDGET_TABLE
 from policy_gateway.fallback.budget_table import DynamoDBStore, create_table, window_start
+from policy_gateway.local.standins import LOCAL_FALLBACK_BUDGET_TABLE
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response

@@ -22,8 +22,9 @@ from typing import Any
 import boto3
 import pytest
 from policy_gateway import names, settings
-from policy_gateway.cli.commands import EMPTY_POLICY_CHAIN, FLAG_ALLOWED_PATTERN
 from policy_gateway.cli.doctor.values import mismatched_alarms
+from policy_gateway.fallback.flag import FLAG_ALLOWED_PATTERN
+from policy_gateway.policy_source import EMPTY_POLICY_CHAIN
 
 from .support.cfn import ROOT, Stack, load_template
 from .support.cli import cli

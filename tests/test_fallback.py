@@ -9,7 +9,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from policy_gateway.cli.simulator import create_simulator
+from policy_gateway.local.simulator import create_simulator
 
 from .support.client import policy_chain, sse_frames
 from .support.clock import ManualClock

@@ -77,14 +77,14 @@ def test_no_function_of_the_gateway_is_longer_than_a_screen() -> None:
 
 
 def test_the_environment_is_read_in_settings_only() -> None:
-    # cli/standins.py also touches it, to point Settings at the first-run stand-ins it starts.
+    # local/standins.py also touches it, to point Settings at the first-run stand-ins it starts.
     readers = {
         path.relative_to(PACKAGE).as_posix()
         for path in PACKAGE.rglob("*.py")
         if re.search(r"\bos\.(environ|getenv)\b", path.read_text())
     }
     assert "settings.py" in readers
-    assert readers <= {"settings.py", "observability/tracing_settings.py", "cli/standins.py"}
+    assert readers <= {"settings.py", "observability/tracing_settings.py", "local/standins.py"}
 
 
 def test_unit_tests_import_nothing_that_serves() -> None:

@@ -23,10 +23,10 @@ from policy_gateway import settings
 from policy_gateway.auth.authenticator import key_caller
 from policy_gateway.auth.gateway_keys import key_digest
 from policy_gateway.aws_reads import READ_TIMEOUT_SECONDS
-from policy_gateway.cli import standins
-from policy_gateway.cli.bedrock_simulator import create_bedrock_simulator
-from policy_gateway.cli.simulated_reply import TOOL_TRIGGER
-from policy_gateway.cli.simulator import create_simulator
+from policy_gateway.local import standins
+from policy_gateway.local.bedrock_simulator import create_bedrock_simulator
+from policy_gateway.local.simulated_reply import TOOL_TRIGGER
+from policy_gateway.local.simulator import create_simulator
 
 from .support.aws import AWSProxy
 from .support.cli import cli

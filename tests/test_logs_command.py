@@ -20,7 +20,7 @@ import pytest
 from policy_gateway import settings
 from policy_gateway.cli import logs
 from policy_gateway.cli.main import build_parser
-from policy_gateway.cli.simulated_reply import TOOL_TRIGGER
+from policy_gateway.local.simulated_reply import TOOL_TRIGGER
 
 from .support.cli import cli
 from .support.sdk import sdk

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from gateway_policies.testing import text_block, tool_use_block
 from policy_gateway import names, settings
-from policy_gateway.cli.simulated_judge import REPLACEMENT
-from policy_gateway.cli.simulator import create_simulator
+from policy_gateway.local.simulated_judge import REPLACEMENT
+from policy_gateway.local.simulator import create_simulator
 from policy_gateway.observability import tracing_settings
 
 from .support.client import policy_chain

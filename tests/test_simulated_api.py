@@ -16,10 +16,10 @@ import anthropic
 import httpx2
 import pytest
 from policy_gateway import settings
-from policy_gateway.cli.simulated_batches import CANCELING_SECONDS, PROCESSING_SECONDS
-from policy_gateway.cli.simulated_errors import KNOWN_MODELS, SIMULATOR
-from policy_gateway.cli.simulated_models import CATALOGUE
-from policy_gateway.cli.simulator import create_simulator
+from policy_gateway.local.simulated_batches import CANCELING_SECONDS, PROCESSING_SECONDS
+from policy_gateway.local.simulated_errors import KNOWN_MODELS, SIMULATOR
+from policy_gateway.local.simulated_models import CATALOGUE
+from policy_gateway.local.simulator import create_simulator
 
 from .support.clock import ManualClock
 from .support.gateway import GatewayFactory

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from policy_gateway import settings
-from policy_gateway.cli.simulated_reply import reply_message
-from policy_gateway.cli.upstream_view import received
+from policy_gateway.local.simulated_reply import reply_message
+from policy_gateway.local.upstream_view import received
 
 from .support.docs import section
 from .support.sdk import sdk

@@ -8,7 +8,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from policy_gateway.auth.web_pages import loopback_hosts, made_by_a_web_page
-from policy_gateway.cli.aws_standin import SignedLocalOnly
+from policy_gateway.local.aws_standin import SignedLocalOnly
 
 pytestmark = pytest.mark.unit
 

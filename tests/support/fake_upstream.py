@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from policy_gateway.cli.simulated_reply import request_problem
+from policy_gateway.local.simulated_reply import request_problem
 from starlette.types import Receive, Scope, Send
 
 from .fake_resources import FakeResources

@@ -56,6 +56,9 @@ NO_CHAIN_MESSAGE = (
     "operator fixes it."
 )
 NO_CONFIG_VERSION = "none"
+# The document of no policies: what `policy-gateway init` writes, and the local run's
+# chain when POLICY_CONFIG is unset.
+EMPTY_POLICY_CHAIN = '{"policies": []}'
 
 
 @dataclass(frozen=True)

@@ -16,37 +16,12 @@ from typing import Any
 
 from .. import settings
 
-FLAG_VALUES = {"on": "true", "off": "false"}
-# What `policy-gateway init` writes: the fallback off, no policies. The flag
-# parameter is created with this pattern, so SSM refuses any other value.
-FLAG_ALLOWED_PATTERN = "^(true|false)$"
-EMPTY_POLICY_CHAIN = '{"policies": []}'
 # `budget top` lists the callers with the most fallbacks instead of reading one.
 TOP = "top"
 
 
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def ssm_client() -> Any:
-    import boto3
-
-    from .deployment import region
-
-    return boto3.client("ssm", region_name=region())
-
-
-def flag_parameter(name: str, value: str) -> dict[str, str]:
-    # The pattern makes SSM itself refuse a typo ("ture", "on") from any writer
-    # (console, aws cli) instead of the gateway reading it as off.
-    return {
-        "Name": name,
-        "Value": value,
-        "Type": "String",
-        "AllowedPattern": FLAG_ALLOWED_PATTERN,
-        "Description": "Policy Gateway passthrough fallback: true or false",
-    }
 
 
 def _parameter_status(parameter: dict[str, Any], ttl: float) -> dict[str, Any]:
@@ -62,7 +37,7 @@ def _parameter_status(parameter: dict[str, Any], ttl: float) -> dict[str, Any]:
 
 
 def flag(args: argparse.Namespace) -> int:
-    from ..fallback.flag import parse_flag
+    from ..fallback.flag import FLAG_VALUES, flag_parameter, parse_flag
     from .operator_targets import resolve
 
     targets = resolve(args.stack, args.region)
@@ -143,6 +118,8 @@ def init(args: argparse.Namespace) -> int:
     values back), so this is how a new stack gets them: the fallback off and
     an empty chain, which the operator then changes with `flag` and `policy`.
     """
+    from ..fallback.flag import FLAG_VALUES, flag_parameter
+    from ..policy_source import EMPTY_POLICY_CHAIN
     from .operator_errors import OperatorError
     from .operator_targets import resolve
 

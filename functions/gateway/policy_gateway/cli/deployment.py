@@ -73,7 +73,7 @@ class Deployment:
             stacks = cloudformation.describe_stacks(StackName=self.stack_name)["Stacks"]
         except cloudformation.exceptions.ClientError as exc:
             if "does not exist" in str(exc):
-                from .aws_standin import STAND_IN_HEADER
+                from ..local.aws_standin import STAND_IN_HEADER
 
                 answered = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
                 stand_in = cloudformation.meta.endpoint_url if STAND_IN_HEADER in answered else None

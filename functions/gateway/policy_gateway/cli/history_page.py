@@ -214,7 +214,7 @@ def viewer_app(store: RecordStore, host: str, port: int) -> Any:
 def serve_viewer(store: RecordStore, host: str, port: int) -> int:
     import uvicorn
 
-    from .listen import claim
+    from ..local.listen import claim
 
     app = viewer_app(store, host, port)
     listener = claim("history page", host, port, "--port")

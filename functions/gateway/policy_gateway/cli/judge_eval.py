@@ -306,7 +306,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     env = settings.environment()
     if args.simulate or not _keyed(policies, env):
-        from .standins import serve_simulator
+        from ..local.standins import serve_simulator
 
         base_url: str | None = serve_simulator()
         where = f"the built-in simulator at {base_url} (no key: nothing leaves this machine)"

@@ -8,7 +8,7 @@ Locally it reads `make run`'s output (standard input or a file); with
 `--stack` it reads the stack's function's log group with FilterLogEvents,
 from `--since` ago (default 10 minutes), and with `--follow` keeps polling
 for new events as `aws logs tail --follow` does. A local run's output also
-holds one line per request its upstream simulator received (upstream_view.py),
+holds one line per request its upstream simulator received (local/upstream_view.py),
 printed too, and so is every chain-load failure (`policy config unusable`,
 chain_lines.py): a chain the gateways rejected shows without `--all`. EMF
 documents and every other line are skipped unless `--all` asks for them
@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from ..local.upstream_view import is_received_line, readable_received
 from ..names import LOG_CALL_FINISHED
 from .call_lines import is_call_line, parse, readable
 from .chain_lines import FAILURES, is_chain_failure, readable_failure
 from .operator_errors import OperatorError
-from .upstream_view import is_received_line, readable_received
 
 DEFAULT_SINCE = "10m"
 POLL_SECONDS = 2.0

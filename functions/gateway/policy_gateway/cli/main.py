@@ -20,7 +20,7 @@
 
 The operator commands honour the standard AWS SDK environment (region,
 profile, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SSM, ..._SECRETS_MANAGER,
-..._DYNAMODB). The first-run stand-ins (standins.py: an embedded SSM, which
+..._DYNAMODB). The first-run stand-ins (local/standins.py: an embedded SSM, which
 also serves Secrets Manager and the fallback budget's table, and an upstream
 simulator, of the Messages API or of Bedrock) start only when asked for, and
 never replace an endpoint that is configured. With --stack, the operator
@@ -80,15 +80,15 @@ def serve(args: argparse.Namespace) -> int:
 
     from ..app import create_app
     from ..auth.web_pages import loopback_hosts
-    from ..observability import tracing_settings
-    from .listen import claim
-    from .policy_file import inline_chain_problem
-    from .standins import (
+    from ..local.listen import claim
+    from ..local.standins import (
         operator_env,
         start_embedded_aws,
         start_simulated_upstream,
         upstream_banner,
     )
+    from ..observability import tracing_settings
+    from .policy_file import inline_chain_problem
 
     try:
         tracing_settings.check_exporter()
@@ -103,10 +103,10 @@ def serve(args: argparse.Namespace) -> int:
             return 1
     # Every port is claimed or tried before anything starts or is announced.
     listener = claim("gateway", args.host, args.port, "--port, or make run PORT=...")
-    embedded = start_embedded_aws(args.embedded_ssm_port) if args.embedded_ssm else None
-    simulated = (
-        start_simulated_upstream(settings.Settings.from_env()) if args.simulate_upstream else None
-    )
+    embedded = start_embedded_aws(args.embedded_ssm_port, say) if args.embedded_ssm else None
+    simulated = None
+    if args.simulate_upstream:
+        simulated = start_simulated_upstream(settings.Settings.from_env(), say)
     config = settings.Settings.from_env()
     if not config.trust_lambda_context:
         # In Lambda the adapter forwards calls with the Function URL's Host.

@@ -21,6 +21,24 @@ from ..aws_reads import VersionedParameter
 from ..observability.logs import logger
 from ..parameter_batch import ParameterBatch, ParameterMissing
 
+# What the operator's commands write (`flag on|off`, `init`, and the local run's seed).
+FLAG_VALUES = {"on": "true", "off": "false"}
+# The flag parameter is created with this pattern, so SSM refuses any other value.
+FLAG_ALLOWED_PATTERN = "^(true|false)$"
+
+
+def flag_parameter(name: str, value: str) -> dict[str, str]:
+    """The flag as PutParameter writes it."""
+    # The pattern makes SSM itself refuse a typo ("ture", "on") from any writer
+    # (console, aws cli) instead of the gateway reading it as off.
+    return {
+        "Name": name,
+        "Value": value,
+        "Type": "String",
+        "AllowedPattern": FLAG_ALLOWED_PATTERN,
+        "Description": "Policy Gateway passthrough fallback: true or false",
+    }
+
 
 def parse_flag(value: str) -> bool | None:
     normalized = value.strip().lower()

@@ -1,4 +1,5 @@
-"""The ports `serve` listens on, claimed before anything starts or is announced.
+"""The ports `serve` and its stand-ins listen on (and `history serve`'s), claimed before
+anything starts or is announced.
 
 A port another process holds is a one-line error and a non-zero exit, before
 a stand-in starts or a URL is printed: each socket is bound here and handed

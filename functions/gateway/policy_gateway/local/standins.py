@@ -11,7 +11,8 @@
   no web page can read or change it (aws_standin.py).
 
 Neither ever replaces an endpoint that is configured. Every port is tried
-before anything starts or is announced (listen.py).
+before anything starts or is announced (listen.py). What they start or leave
+alone is announced through the `say` of the command that started them.
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import settings
-from .commands import EMPTY_POLICY_CHAIN, FLAG_VALUES, flag_parameter, say, ssm_client
+from ..fallback.flag import FLAG_VALUES, flag_parameter
+from ..policy_source import EMPTY_POLICY_CHAIN
 from .listen import LOOPBACK, claim
+
+# A line for the operator, on the starting command's standard error.
+Say = Callable[[str], None]
 
 LOCAL_REGION = "us-east-1"
 # Any value will do: moto and the Bedrock simulator check no secret key, and a
@@ -44,6 +49,16 @@ def _local_aws_identity() -> None:
         os.environ.setdefault(name, value)
     os.environ.setdefault("AWS_REGION", LOCAL_REGION)
     os.environ.setdefault("AWS_DEFAULT_REGION", os.environ["AWS_REGION"])
+
+
+def _standin_client(service: str) -> Any:
+    """A client of the embedded AWS, which `start_embedded_aws` names in the environment.
+
+    botocore's own timeouts (60 s reads): the stand-in answers in this process, and a
+    first request can wait on moto importing the service's backend."""
+    import boto3
+
+    return boto3.client(service, region_name=settings.aws_region())  # type: ignore[call-overload]
 
 
 def _serve_in_thread(app: Any, name: str) -> str:
@@ -73,7 +88,7 @@ def serve_simulator(wrap: Callable[[Any], Any] | None = None) -> str:
     return _serve_in_thread(app if wrap is None else wrap(app), "upstream simulator")
 
 
-def start_simulated_upstream(config: settings.Settings) -> str | None:
+def start_simulated_upstream(config: settings.Settings, say: Say) -> str | None:
     """The simulator's URL, now serving; None when an upstream endpoint is configured."""
     if config.bedrock:
         if os.environ.get(settings.ENV_BEDROCK_ENDPOINT_URL):
@@ -107,7 +122,7 @@ def upstream_banner(config: settings.Settings, simulated: str | None) -> str:
     return f"{where} at {endpoint}" if endpoint else where
 
 
-def start_embedded_aws(port: int) -> str | None:
+def start_embedded_aws(port: int, say: Say) -> str | None:
     """The stand-in's URL, now serving SSM, Secrets Manager and DynamoDB; None if SSM is set."""
     if os.environ.get(ENV_SSM_ENDPOINT):
         say(f"{ENV_SSM_ENDPOINT} is set; not starting the embedded SSM")
@@ -125,7 +140,7 @@ def start_embedded_aws(port: int) -> str | None:
     if not os.environ.get(ENV_DYNAMODB_ENDPOINT):
         _serve_budget_table(endpoint)
         say(f"embedded DynamoDB: {endpoint}")
-    _seed_parameters()
+    _seed_parameters(say)
     return endpoint
 
 
@@ -133,18 +148,17 @@ def _serve_budget_table(endpoint: str) -> None:
     """Keep the fallback budget and the per-caller limits in the stand-in's DynamoDB, in one
     table as a deployed stack does, so `policy-gateway budget` and `usage` read them."""
     from ..fallback.budget_table import create_table
-    from .deployment import client, region
 
     os.environ[ENV_DYNAMODB_ENDPOINT] = endpoint
     table = os.environ.setdefault(settings.ENV_FALLBACK_BUDGET_TABLE, LOCAL_FALLBACK_BUDGET_TABLE)
     os.environ.setdefault(settings.ENV_LIMITS_TABLE, table)
-    # The operator's patient client, not the serving path's 2 s reads: moto's
-    # first DynamoDB request imports its backend, seconds on a busy machine, and
-    # a timed-out CreateTable retried finds the table it made ("already exists").
-    create_table(client("dynamodb", region()), table)
+    # A stand-in client, not the serving path's 2 s reads: moto's first DynamoDB
+    # request imports its backend, seconds on a busy machine, and a timed-out
+    # CreateTable retried finds the table it made ("already exists").
+    create_table(_standin_client("dynamodb"), table)
 
 
-def _seed_parameters() -> None:
+def _seed_parameters(say: Say) -> None:
     """The flag off, and the chain where a deployed gateway reads it: in its SSM parameter.
 
     The chain is seeded from POLICY_CONFIG (or is the empty chain), so
@@ -154,7 +168,7 @@ def _seed_parameters() -> None:
         settings.ENV_POLICY_CONFIG_PARAMETER, settings.DEFAULT_POLICY_CONFIG_PARAMETER
     )
     config = settings.Settings.from_env()
-    ssm = ssm_client()
+    ssm = _standin_client("ssm")
     ssm.put_parameter(**flag_parameter(config.flag_parameter, FLAG_VALUES["off"]), Overwrite=True)
     assert config.policy_config_parameter is not None
     ssm.put_parameter(
