@@ -30,6 +30,7 @@ from . import (
     judge_wiring,
     latency,
     limits,
+    memo_soak,
     memory,
     propagation,
     records,
@@ -52,6 +53,7 @@ FIGURES: tuple[tuple[str, Group], ...] = (
     ("results", latency.results),  # (7) batch results
     ("fallback", fallback.fallback),  # (3), (4), (7) budget check
     ("memory", memory.memory),  # (6)
+    ("memo-soak", memo_soak.memo_soak),  # (24) issue 40, the memo's bound in RSS
     ("shadow", shadow.shadow),  # (10) issue 25
     ("repair", repair.repair),  # (11) issue 26, in-process
     ("flow", flow.flow),  # (15) issue 33, in-process

@@ -15,9 +15,12 @@ import time
 from dataclasses import dataclass
 
 _RECV = 256 * 1024
-BASE_HEADERS = (
-    "content-type: application/json\r\nx-api-key: sk-bench\r\nanthropic-version: 2023-06-01\r\n"
-)
+BASE_HEADERS = {
+    "content-type": "application/json",
+    "x-api-key": "sk-bench",
+    "anthropic-version": "2023-06-01",
+}
+"""Every request's headers, but those a call gives itself (a caller's own `x-api-key`)."""
 
 
 class ProtocolError(Exception):
@@ -44,9 +47,9 @@ class Response:
 def request_head(
     host: str, port: int, path: str, length: int, extra: dict[str, str], method: str = "POST"
 ) -> bytes:
-    lines = "".join(f"{name}: {value}\r\n" for name, value in extra.items())
+    lines = "".join(f"{name}: {value}\r\n" for name, value in {**BASE_HEADERS, **extra}.items())
     return (
-        f"{method} {path} HTTP/1.1\r\nhost: {host}:{port}\r\n{BASE_HEADERS}{lines}"
+        f"{method} {path} HTTP/1.1\r\nhost: {host}:{port}\r\n{lines}"
         f"content-length: {length}\r\n\r\n"
     ).encode("latin-1")
 

@@ -158,6 +158,8 @@ def test_threads_sharing_a_small_memo_keep_its_bytes_exact() -> None:
     finally:
         sys.setswitchinterval(interval)
     assert not errors
-    held = sum(size(k, e) for table in memo._tables.values() for k, e in table.items())
-    assert memo.bytes == held + sum(table_size(where) for where in memo._tables)
+    kept = [(key, *value) for table in memo._tables.values() for key, value in table.items()]
+    assert all(cost == size(key, entry) for key, entry, cost in kept)
+    tables = sum(table_size(where) for where in memo._tables)
+    assert memo.bytes == sum(cost for _, _, cost in kept) + tables
     assert memo.bytes <= memo.max_bytes

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from gateway_policies.base import PolicyContext
 from gateway_policies.builtin.redact_secrets import RedactSecrets
-from gateway_policies.detect.memo import MEMO, configure, size
+from gateway_policies.detect.memo import MEMO, configure
 from gateway_policies.testing import run_request
 
 from .support.client import policy_chain
@@ -257,10 +257,10 @@ def test_the_memo_keeps_a_text_as_redacted_never_its_secret(memo_on: Any) -> Non
     text = f"deploy with {KEY} and {TOKEN} " + "x" * 80
     request = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": text}]}
     first = run_request(policy, request)
-    entries = [entry for table in MEMO._tables.values() for entry in table.values()]
+    entries = [entry for table in MEMO._tables.values() for entry, _ in table.values()]
     assert [redacted for _, _, redacted in entries] == [first["messages"][0]["content"]]
     assert KEY not in entries[0][2]
     assert TOKEN not in entries[0][2]
-    held = sum(size(k, e) for table in MEMO._tables.values() for k, e in table.items())
+    held = sum(cost for table in MEMO._tables.values() for _, cost in table.values())
     assert held >= len(entries[0][2])
     assert run_request(policy, request) == first

@@ -56,14 +56,14 @@ Partition = tuple[str, str | None]
 # Measured with tracemalloc (tests/test_memo_memory.py checks them on every shape of
 # use), so that the bound is what Python really holds: a soak of 44k calls, each with
 # an API key of its own, grew four times past the bound the old estimates gave.
-ENTRY_BYTES = 176
+ENTRY_BYTES = 200
 """The memory one entry costs besides its key: its tuple and its slot in the table (the
 table's growth included)."""
 FOUND_BYTES = 288
 """An entry with spans: their tuple and the read-only counts of their kinds."""
 SPAN_BYTES = 192
 """A span (its tuple and offsets), and its kind's count."""
-TABLE_BYTES = 400
+TABLE_BYTES = 480
 """The memory one partition's table costs besides its entries and its caller's name: the
 table itself, its key, and its slot among the tables."""
 SHORT = 64
@@ -95,27 +95,50 @@ def digest(text: str) -> bytes:
         return _SURROGATES + xxh3_128_digest(text.encode("utf-8", "surrogatepass"), _SEED)
 
 
+def held(text: str | bytes) -> int:
+    """The memory `text` holds once the request it is in has been serialized: a string
+    that is not ASCII then also holds its UTF-8 form, which the first encoder to ask for it
+    (orjson, writing the request for the upstream) leaves cached in the string for its life.
+    Counted up front: the memo keeps texts the serializer reads after they are counted."""
+    size = sys.getsizeof(text)
+    if isinstance(text, str) and not text.isascii():
+        size += len(text.encode("utf-8", "surrogatepass")) + 1
+    return size
+
+
 def size(key: Key, entry: Entry) -> int:
     found, _, redacted = entry
     if not found:
-        return ENTRY_BYTES + sys.getsizeof(key)
+        return ENTRY_BYTES + held(key)
     spans = FOUND_BYTES + SPAN_BYTES * len(found)
-    return ENTRY_BYTES + sys.getsizeof(key) + spans + sys.getsizeof(redacted)
+    return ENTRY_BYTES + held(key) + spans + held(redacted)
 
 
 def table_size(where: Partition) -> int:
     """A table, and the caller's name it keeps alive (one per API key when callers are
     named by their key: a caller's every call can make a partition of its own)."""
     caller = where[1]
-    return TABLE_BYTES + (sys.getsizeof(caller) if caller is not None else 0)
+    return TABLE_BYTES + (held(caller) if caller is not None else 0)
+
+
+class _Table(OrderedDict[Key, tuple[Entry, int]]):
+    """A partition's entries, each with the bytes it was counted for, in the order they were
+    written; and the bytes the table itself was counted for. What is taken off the memo's
+    count is what was put on it: a size measured again at eviction may have grown since (a
+    string's UTF-8 form), and the count would drift below what the memo holds."""
+
+    __slots__ = ("cost",)
+
+    def __init__(self, cost: int) -> None:
+        super().__init__()
+        self.cost = cost
 
 
 class Memo:
     def __init__(self, max_bytes: int = 0) -> None:
         self._lock = threading.Lock()
-        # A table per partition, least recently used first; in a table, the order
-        # entries were written.
-        self._tables: OrderedDict[Partition, OrderedDict[Key, Entry]] = OrderedDict()
+        # A table per partition, least recently used first.
+        self._tables: OrderedDict[Partition, _Table] = OrderedDict()
         self.max_bytes = max_bytes
         self.bytes = 0
 
@@ -148,27 +171,29 @@ class Memo:
         for text in texts:
             short = len(text) <= SHORT
             if short:
-                entry = get(text)
-                if entry is not None:
-                    append(entry)
+                kept = get(text)
+                if kept is not None:
+                    append(kept[0])
                     continue
             key = digest(text)
-            entry = get(key)
-            if entry is None:
+            kept = get(key)
+            if kept is None:
                 entry = scan(text)
                 self._put(where, text if short and not entry[0] else key, entry)
-            append(entry)
+                append(entry)
+            else:
+                append(kept[0])
         return found
 
-    def _table(self, where: Partition) -> OrderedDict[Key, Entry]:
+    def _table(self, where: Partition) -> _Table:
         """The partition's table, now its most recently used (made if it is new)."""
         with self._lock:
             table = self._tables.get(where)
             if table is not None:
                 self._tables.move_to_end(where)
                 return table
-            table = self._tables[where] = OrderedDict()
-            self.bytes += table_size(where)
+            table = self._tables[where] = _Table(table_size(where))
+            self.bytes += table.cost
             self._evict()
             return table
 
@@ -178,7 +203,7 @@ class Memo:
             table = self._tables.get(where)
             if table is None or cost > self.max_bytes or key in table:
                 return
-            table[key] = entry
+            table[key] = (entry, cost)
             self.bytes += cost
             self._evict()
 
@@ -187,11 +212,10 @@ class Memo:
         while self.bytes > self.max_bytes and self._tables:
             where, table = next(iter(self._tables.items()))
             if table:
-                key, entry = table.popitem(last=False)
-                self.bytes -= size(key, entry)
+                self.bytes -= table.popitem(last=False)[1][1]
             else:
                 del self._tables[where]
-                self.bytes -= table_size(where)
+                self.bytes -= table.cost
 
     def __len__(self) -> int:
         with self._lock:
