@@ -67,3 +67,24 @@ def test_keywords_in_any_case_and_near_matches_find_what_re_finds() -> None:
     text = "\n".join(piece + " " + piece for piece in pieces)
     assert sorted(ENGINE.find(text)) == sorted(ReferenceEngine(RULES).find(text))
     assert {kind for kind, _ in kinds(text)} >= {"base64_private_key", "docker_config_base64"}
+
+
+def test_rules_that_share_a_head_find_what_re_finds() -> None:
+    """The short-option rules (one per way a value is written) share one search for where
+    their command and option begin; each rule is tried only there, and a run of keywords
+    closer together than the lead (one span wider than a window) is searched to its end."""
+    short = [n for n, rule in enumerate(RULES.rules) if rule.kind == "cli_password_short_flag"]
+    assert len({id(ENGINE._heads[n][0]) for n in short}) == 1
+    lines = [
+        "mysql -uroot -pS3cr3tPassw0rd db",
+        "mysql -uroot -p'S3cr3t Passw0rd' db",
+        'mysql -uroot -p"S3cr3t Passw0rd" db',
+        "helm registry login  reg.example -u bob -p 'Hunter22Hunter' && echo",
+        "docker login " * 12 + "registry -u bob -p Hunter22Hunter2",
+        "MYSQL mariadb login mongo sshpass redis-cli " * 30,
+        '["mysql", "-uroot", "-pS3cr3tPassw0rd"]',
+    ]
+    text = "\n".join(lines)
+    found = sorted(ENGINE.find(text))
+    assert found == sorted(ReferenceEngine(RULES).find(text))
+    assert sum(RULES.rules[index].kind == "cli_password_short_flag" for index, _ in found) >= 6

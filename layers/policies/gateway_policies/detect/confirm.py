@@ -93,45 +93,32 @@ SKIPPED = "_skipped"
 """The group of a `starter` that holds the positions it went past."""
 
 
-def starter(pattern: re.Pattern[str], width: int) -> re.Pattern[str]:
-    """`pattern` after a lazy run of at most `width - 1` characters: matched at a position, it
-    finds the first of the next `width` positions where `pattern` matches, trying each in
-    turn inside `re`, not one Python call per position."""
+def starter(head: str, flags: int, width: int) -> re.Pattern[str]:
+    """`head` after a lazy run of at most `width - 1` characters: matched at a position, it
+    finds the first of the next `width` positions where `head` matches, trying each in turn
+    inside `re`, not one Python call per position."""
     skipped = f"(?P<{SKIPPED}>(?s:.){{0,{width - 1}}}?)"
-    return re.compile(f"{skipped}(?:{pattern.pattern})", pattern.flags)
+    return re.compile(f"{skipped}(?:{head})", flags)
 
 
-def anchored(
-    rule: Rule,
-    pattern: re.Pattern[str],
-    text: str,
-    starts: Sequence[Span],
-    first: tuple[re.Pattern[str], int],
-) -> Iterator[Span]:
-    """`windows` for a rule whose matches start within `starts` (a rule with a `lead`): `re`
-    tries a match only from each position there, as `at_starts` would, never searching on over
-    the rule's reach from a position where none starts (a keyword in the wrong case, a near
-    match). `first` is the rule's `starter` and its width: a run of keywords, each a window to
-    try, costs one `re` call per window."""
-    find, width = first
-    done = 0
+def head_starts(
+    search: re.Pattern[str], width: int, text: str, starts: Sequence[Span]
+) -> list[int]:
+    """Every position within `starts` where a rule's head matches, found by its `starter` of
+    `width` (a keyword window's): where a rule with a `lead` may start a match, for
+    `at_starts` to try. A run of keywords, each a window, costs one `re` call per window and
+    one per start found, and rules that share a head share this work."""
+    found: list[int] = []
     for low, high in starts:
-        position = max(low, done)
+        position = low
         while position <= high:
-            found = find.match(text, position)
-            if found is None:
+            match = search.match(text, position)
+            if match is None:
                 position += width
                 continue
-            start = found.end(SKIPPED)
+            start = match.end(SKIPPED)
             if start > high:
                 break
-            # The same match `at_starts` would make there (the starter's own match
-            # spans the positions it went past too).
-            match = pattern.match(text, start)
-            if match is None:
-                position = start + 1
-                continue
-            done = position = resumes_at(match)
-            span = accepted(rule, match)
-            if span is not None:
-                yield span
+            found.append(start)
+            position = start + 1
+    return found

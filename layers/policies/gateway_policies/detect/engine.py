@@ -38,6 +38,7 @@ linear whole-value redaction instead of millions of confirmations.
 from __future__ import annotations
 
 import codecs
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
@@ -47,7 +48,7 @@ from typing import Any
 
 import hyperscan
 
-from .confirm import LOOKS_PAST, Span, anchored, at_starts, starter, windows
+from .confirm import LOOKS_PAST, Span, at_starts, head_starts, starter, windows
 from .reverse import reversed_pattern
 from .rule import Rule
 from .ruleset import RuleSet
@@ -183,11 +184,14 @@ class HyperscanEngine:
             self._reversible,
             [_flags(ruleset.rules[n]) for n in self._reversible],
         )
-        self._starters = {
-            n: (starter(ruleset.compiled[n], _lead(rule) + 2), _lead(rule) + 2)
-            for n, rule in enumerate(ruleset.rules)
-            if _by_keywords(rule) and _lead(rule) != rule.max_length
-        }
+        # A rule with a lead is confirmed where its head matches: rules that share a head
+        # (one compiled search for them all) share that work in each text.
+        searches: dict[tuple[str, int, int], re.Pattern[str]] = {}
+        self._heads: dict[int, tuple[re.Pattern[str], int]] = {}
+        for n, rule in enumerate(ruleset.rules):
+            if _by_keywords(rule) and _lead(rule) != rule.max_length:
+                head = (rule.head or rule.pattern, ruleset.compiled[n].flags, _lead(rule) + 2)
+                self._heads[n] = (searches.setdefault(head, starter(*head)), head[2])
         self._local = threading.local()
 
     def _scratch(self, database: hyperscan.Database) -> hyperscan.Scratch:
@@ -241,12 +245,18 @@ class HyperscanEngine:
         if dense is not None:
             return [(dense, (0, len(text)))]
         found: list[tuple[int, Span]] = []
+        # Rules with one head and one set of keywords have one reach: one search for all.
+        headed: dict[tuple[re.Pattern[str], tuple[str, ...]], list[int]] = {}
         for index, reach in reaches.items():
             rule, pattern = self.ruleset.rules[index], self.ruleset.compiled[index]
             if not _by_keywords(rule):
                 spans = at_starts(rule, pattern, text, starts.get(index, ()))
-            elif index in self._starters:
-                spans = anchored(rule, pattern, text, reach, self._starters[index])
+            elif index in self._heads:
+                search, width = self._heads[index]
+                shared = (search, rule.keywords)
+                if shared not in headed:
+                    headed[shared] = head_starts(search, width, text, reach)
+                spans = at_starts(rule, pattern, text, headed[shared])
             else:
                 spans = windows(rule, pattern, text, reach)
             found += [(index, span) for span in spans]

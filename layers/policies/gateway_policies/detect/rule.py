@@ -25,6 +25,11 @@ class Rule:
     (`"auth": "…"` starts at its keyword): the rule is then found by its keywords whatever its
     reach, and confirmed from just before each keyword on, not over its whole reach before it
     (None)."""
+    head: str | None = None
+    """For a rule with a `lead`, the part of `pattern` every match begins with when the rules
+    of one family differ only after it (a command and its option, then each way its value may be
+    written): the engine finds where the head matches once for all of them and tries each rule
+    only there. None: the whole pattern is its own head."""
     validator: Callable[[str], bool] | None = None
     """Checks the `secret` text (a checksum, entropy, a valid area): False drops the match."""
     ignore_case: bool = False

@@ -133,6 +133,7 @@ def _options(
             max_length=width + value_width,
             keywords=keywords,
             lead=lead,
+            head=option,
             validator=command_password,
         )
         for value, value_width in _VALUES
