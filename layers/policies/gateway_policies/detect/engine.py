@@ -14,7 +14,9 @@ that starts at its keyword, as a Docker config's `"auth"` does, is confirmed
 from there, however long its value: an ECR login's runs to thousands). A rule
 that knows its `lead` is looked for by its keywords whatever its reach: a
 command line's password option (`mysql … -p…`) has bounded repeats that cost
-Hyperscan seconds to compile, and its keyword is where the match begins.
+Hyperscan seconds to compile, and its keyword is where the match begins. Such a rule is
+tried only where its head (Rule.head) matches, found with one `re` search per keyword window
+that the rules of one family share (confirm.head_starts).
 
 The text Hyperscan reads has one byte per character, so an index is the same
 in both: ASCII as is, every other character as one non-ASCII byte. A rule
@@ -191,7 +193,9 @@ class HyperscanEngine:
         for n, rule in enumerate(ruleset.rules):
             if _by_keywords(rule) and _lead(rule) != rule.max_length:
                 head = (rule.head or rule.pattern, ruleset.compiled[n].flags, _lead(rule) + 2)
-                self._heads[n] = (searches.setdefault(head, starter(*head)), head[2])
+                if head not in searches:
+                    searches[head] = starter(*head)
+                self._heads[n] = (searches[head], head[2])
         self._local = threading.local()
 
     def _scratch(self, database: hyperscan.Database) -> hyperscan.Scratch:
