@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import string
 import sys
-from typing import Any
 
 import anthropic
 from gateway_policies.detect.memo import MEMO
@@ -20,7 +19,7 @@ from gateway_policies.detect.memo import MEMO
 from .support.client import policy_chain
 from .support.fake_upstream import FakeUpstream, api_rules
 from .support.gateway import GatewayFactory
-from .support.sdk import ask, both
+from .support.sdk import ask, both, tool_result
 
 BOUND = 64 * 1024
 CALLS = 60
@@ -37,24 +36,6 @@ def text(rng: random.Random) -> str:
     return " ".join(words[:130]) + f" aws_access_key_id = {key} " + " ".join(words[130:])
 
 
-def request(body: str) -> dict[str, Any]:
-    return {
-        "messages": [
-            {"role": "user", "content": "read the log"},
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "tool_use", "id": "toolu_01", "name": "bash", "input": {"c": "x"}}
-                ],
-            },
-            {
-                "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": body}],
-            },
-        ]
-    }
-
-
 @both
 def test_what_the_memo_keeps_stays_within_its_bound_after_the_gateway_serialized_it(
     make_gateway: GatewayFactory, upstream: FakeUpstream, streaming: bool
@@ -64,7 +45,7 @@ def test_what_the_memo_keeps_stays_within_its_bound_after_the_gateway_serialized
     rng = random.Random(40)
     for call in range(CALLS):
         client = anthropic.Anthropic(base_url=url, api_key=f"sk-ant-caller-{call}", max_retries=0)
-        ask(client, streaming, **request(text(rng)))
+        ask(client, streaming, **tool_result(text(rng)))
     assert all(b"AKIA" not in sent.body for sent in upstream.requests)
     kept = [
         redacted

@@ -12,12 +12,11 @@ import base64
 import json
 import random
 import string
-from typing import Any
 
 from .support.client import policy_chain
 from .support.fake_upstream import FakeUpstream, api_rules
 from .support.gateway import GatewayFactory
-from .support.sdk import ask, both, sdk
+from .support.sdk import ask, both, sdk, tool_result
 
 CHAIN = policy_chain(("redact_secrets", {}))
 _RNG = random.Random(40)
@@ -84,29 +83,6 @@ WRAPPED_SECRETS = {
     DOCKERCONFIGJSON: "docker_config_base64",
     NPM_PASSWORD: "npm_legacy_password",
 }
-
-
-def tool_result(text: str) -> dict[str, Any]:
-    return {
-        "messages": [
-            {"role": "user", "content": "check the deploy settings"},
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": "toolu_01",
-                        "name": "bash",
-                        "input": {"command": "cat"},
-                    }
-                ],
-            },
-            {
-                "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": text}],
-            },
-        ]
-    }
 
 
 def sent_text(upstream: FakeUpstream) -> str:

@@ -105,3 +105,27 @@ def ask_text(client: anthropic.Anthropic, stream: bool = False, text: str = USER
             return events.get_final_text()
     reply = client.messages.create(**params)
     return "".join(block.text for block in reply.content if block.type == "text")
+
+
+def tool_result(text: str) -> dict[str, Any]:
+    """The messages of a turn whose tool (`bash`) printed `text`: what an agent sends next."""
+    return {
+        "messages": [
+            {"role": "user", "content": "check the deploy settings"},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_01",
+                        "name": "bash",
+                        "input": {"command": "cat"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": text}],
+            },
+        ]
+    }
