@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from . import layout
 from .store import RecordStore
+
+_Key = TypeVar("_Key")
 
 ID_LENGTH = 16
 READERS = 8
@@ -55,17 +57,11 @@ class Conversation:
 
     @cached_property
     def _by_digest(self) -> dict[str, list[layout.CallRecord]]:
-        found: dict[str, list[layout.CallRecord]] = defaultdict(list)
-        for call in self.calls:
-            found[call.digest].append(call)
-        return found
+        return _grouped(self.calls, lambda call: call.digest)
 
     @cached_property
     def _by_parent(self) -> dict[str, list[layout.CallRecord]]:
-        found: dict[str, list[layout.CallRecord]] = defaultdict(list)
-        for call in self.calls:
-            found[call.parent].append(call)
-        return found
+        return _grouped(self.calls, lambda call: call.parent)
 
     def children(self, call: layout.CallRecord) -> list[layout.CallRecord]:
         return self._by_parent.get(call.digest, [])
@@ -176,20 +172,14 @@ class Archive:
 
 def conversations(records: Iterable[layout.CallRecord]) -> list[Conversation]:
     """The records of one or more callers joined into conversations."""
-    by_caller: dict[str | None, list[layout.CallRecord]] = defaultdict(list)
-    for record in records:
-        by_caller[record.caller].append(record)
     found: list[Conversation] = []
-    for calls in by_caller.values():
+    for calls in _grouped(records, lambda record: record.caller).values():
         calls.sort(key=lambda call: call.time)
         digests = {call.digest for call in calls}
-        children: dict[str, list[layout.CallRecord]] = defaultdict(list)
-        for call in calls:
-            children[call.parent].append(call)
-        roots: dict[str, list[layout.CallRecord]] = defaultdict(list)
-        for call in calls:
-            if call.parent not in digests:
-                roots[call.digest].append(call)
+        children = _grouped(calls, lambda call: call.parent)
+        roots = _grouped(
+            (call for call in calls if call.parent not in digests), lambda call: call.digest
+        )
         for first in roots.values():
             members, seen, todo = [], set(), list(first)
             while todo:
@@ -202,4 +192,14 @@ def conversations(records: Iterable[layout.CallRecord]) -> list[Conversation]:
             members.sort(key=lambda call: call.time)
             found.append(Conversation(members))
     found.sort(key=lambda conversation: conversation.updated, reverse=True)
+    return found
+
+
+def _grouped(
+    calls: Iterable[layout.CallRecord], key: Callable[[layout.CallRecord], _Key]
+) -> defaultdict[_Key, list[layout.CallRecord]]:
+    """`calls` by `key`, each group in the order given."""
+    found: defaultdict[_Key, list[layout.CallRecord]] = defaultdict(list)
+    for call in calls:
+        found[key(call)].append(call)
     return found
