@@ -9,9 +9,9 @@ each round calls every gateway once, in an order drawn anew each round
 (stats.rounds), so load from elsewhere on a shared machine weighs on every
 commit alike. What issue 40 asked for when a relay's rate seemed to regress.
 
-Beside the rate, each gateway's own CPU per relayed event (the sum over its threads
-of the kernel's run time, /proc/PID/task/*/schedstat): what a commit costs, which
-the machine's other work cannot inflate as it does a rate measured by the clock.
+Beside the rate, each gateway's own CPU per relayed event (the kernel's utime and
+stime of the process, over all the counted streams): what a commit costs, which the
+machine's other work cannot inflate as it does a rate measured by the clock.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .harness import HOST, MESSAGES, RESULTS, ROOT, Environment, free_port, gateway_args, running
 from .latency import THROUGHPUT_EVENTS, whole_stream
+from .memory import cpu_seconds
 from .stats import Call, rounds
 from .wire import Connection, Response
 from .workload import NOOP_CHAIN, request_body
@@ -41,17 +42,6 @@ def export(rev: str, into: Path) -> Path:
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     return tree
-
-
-def cpu_seconds(pid: int) -> float:
-    """The run time of every thread of `pid` so far, in seconds (nanosecond counts)."""
-    return (
-        sum(
-            int(stat.read_text().split()[0])
-            for stat in Path(f"/proc/{pid}/task").glob("*/schedstat")
-        )
-        / 1e9
-    )
 
 
 def fresh_stream(port: int, pid: int, cpu: list[float]) -> Call:
@@ -115,8 +105,9 @@ def main() -> None:
     for rev in args.revs:
         rates = [THROUGHPUT_EVENTS / seconds for seconds in streams[rev]]
         low, _, high = statistics.quantiles(rates, n=4)
-        # The warm-up's streams are in `cpu` too: the counted ones are the last.
-        per_event = statistics.median(cpu[rev][-args.streams :]) / THROUGHPUT_EVENTS
+        # The warm-up's streams are in `cpu` too: the counted ones are the last. Summed,
+        # as the kernel counts in ticks of 10 ms, a tenth of one stream.
+        per_event = sum(cpu[rev][-args.streams :]) / (args.streams * THROUGHPUT_EVENTS)
         print(
             f"{rev:>12}  (2) {statistics.median(rates):>9,.0f} events/s "
             f"(IQR {low:,.0f}-{high:,.0f}), gateway CPU {per_event * 1e6:.2f} us/event  "
